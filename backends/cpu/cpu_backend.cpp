@@ -1,0 +1,1 @@
+#include "hostlm/ops.h"

@@ -1,0 +1,11 @@
+# Debian packages: see .ci/install-deps for the list.
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+endif()
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)

@@ -1,0 +1,10 @@
+# One place for compiler flags shared by every target of the project.
+add_library(hostlm_flags INTERFACE)
+target_compile_options(hostlm_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
+  $<$<BOOL:${HOSTLM_WERROR}>:-Werror>)
+if(HOSTLM_SANITIZE)
+  target_compile_options(hostlm_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                               -fno-sanitize-recover=undefined)
+  target_link_options(hostlm_flags INTERFACE -fsanitize=address,undefined)
+endif()

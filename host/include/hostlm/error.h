@@ -1,0 +1,14 @@
+// Errors that cross module boundaries. Every failure a user can cause (bad file, bad flag,
+// missing plugin) is reported as hostlm::Error with a message that names the thing at fault.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace hostlm {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+}  // namespace hostlm

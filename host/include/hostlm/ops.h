@@ -1,0 +1,104 @@
+// The ops interface: the contract between architecture plugins and backends.
+//
+// Plugins compose a forward pass from these calls and never touch a backend's memory
+// directly: activation buffers come from Backend::alloc and may live on a device; weights
+// are handed to the backend once with load_weight and used through the Weight handle.
+// Shapes are row-major with the last dimension contiguous; "T" is the number of tokens
+// in the batch being evaluated. All activations are float32.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hostlm/tensor_view.h"
+
+namespace hostlm {
+
+// A weight as the backend holds it: [rows, cols] of `type` (rows = output features).
+struct Weight {
+  DType type = DType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;  // backend-owned or mapped; opaque to plugins
+  size_t row_bytes = 0;
+};
+
+// An activation buffer of float32 elements, owned by the backend that made it.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual float* data() = 0;  // may be a device pointer: pass it to ops, never dereference
+  virtual size_t size() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual void set_threads(int n_threads) = 0;
+
+  // Memory. load_weight may keep a pointer to `view.data` (the mapping must outlive the model).
+  virtual Weight load_weight(const TensorView& view) = 0;
+  virtual std::unique_ptr<Buffer> alloc(size_t n_floats) = 0;
+  virtual void upload(float* dst, const float* host_src, size_t n) = 0;
+  virtual void download(float* host_dst, const float* src, size_t n) = 0;
+  virtual void fill(float* dst, float value, size_t n) = 0;
+  // Copies `rows` rows of `n` floats between strided layouts (strides in floats).
+  virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
+                         int64_t rows, int64_t n) = 0;
+
+  // out[t] = row tokens[t] of `table` (any weight type), for t < T.
+  virtual void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) = 0;
+  // y[T, w.rows] = x[T, w.cols] * w^T
+  virtual void matmul(const Weight& w, const float* x, int64_t T, float* y) = 0;
+  // x += y, n elements.
+  virtual void add(float* x, const float* y, size_t n) = 0;
+  // RMSNorm over `rows` vectors of `n`: out = x * rsqrt(mean(x^2) + eps) * weight[n].
+  // weight is a host float32 array of n (plugins fold in any +1 shift before).
+  virtual void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride,
+                        int64_t rows, int64_t n, const float* weight, float eps) = 0;
+  // NeoX rotary on the first rot_dims of each head: x is [T, n_heads, head_stride-spaced
+  // heads] with row stride `token_stride`; token t is at position positions[t].
+  virtual void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
+                         size_t head_stride, int64_t rot_dims, const int32_t* positions,
+                         double theta) = 0;
+  // Causal attention of T new queries against a cache holding n_kv keys/values, of which
+  // the last T belong to the new tokens (query t sees keys 0 .. n_kv - T + t).
+  // q: [T, n_head, head_dim] rows of q_stride; k_cache/v_cache: [n_kv, n_head_kv*head_dim].
+  // out: [T, n_head*head_dim]. Grouped-query: head h reads kv head h / (n_head/n_head_kv).
+  virtual void attention(const float* q, size_t q_stride, const float* k_cache,
+                         const float* v_cache, int64_t T, int64_t n_kv, int64_t n_head,
+                         int64_t n_head_kv, int64_t head_dim, float scale, float* out) = 0;
+  // x[t, i] *= sigmoid(gate[t * gate_stride + i]) for i < n.
+  virtual void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
+                           int64_t n) = 0;
+  // out = silu(gate) * up, n elements.
+  virtual void swiglu(const float* gate, const float* up, float* out, size_t n) = 0;
+
+  // Causal depthwise conv1d + SiLU over T tokens of `channels` features, kernel K.
+  // conv_state holds the previous K-1 raw inputs ([K-1, channels], oldest first) and is
+  // updated to the last K-1 inputs. weight: host float32 [channels, K] (tap K-1 = current).
+  virtual void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K,
+                           const float* weight, float* conv_state, float* out) = 0;
+
+  // Gated delta rule (linear attention) over T tokens, recurrent state updated in place.
+  // qkv: [T, 2*n_k_heads*dk + n_v_heads*dv] (q | k | v after conv); value head j reads
+  // key head j % n_k_heads (tiled order). alpha, beta_raw: [T, n_v_heads] projections.
+  // a_neg: [n_v_heads] = -exp(A_log); dt_bias: [n_v_heads]. state: [n_v_heads, dv, dk].
+  // out: [T, n_v_heads * dv] = o before the gated norm.
+  struct DeltaRuleShape {
+    int64_t n_k_heads, n_v_heads, dk, dv;
+  };
+  virtual void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
+                                const float* a_neg, const float* dt_bias, int64_t T,
+                                const DeltaRuleShape& shape, float* state, float* out) = 0;
+  // Per value head: out = rms_norm(x) * weight[dv] * silu(z). x, z, out: [rows, dv].
+  virtual void gated_rms_norm(const float* x, const float* z, const float* weight,
+                              int64_t rows, int64_t dv, float eps, float* out) = 0;
+};
+
+// The backends compiled into this build: "cpu" always.
+std::unique_ptr<Backend> create_backend(const std::string& name);
+
+}  // namespace hostlm

@@ -1,0 +1,52 @@
+// Finds architecture plugins through their JSON manifests and loads their libraries on
+// demand (Boost.DLL). Every failure is a hostlm::Error with a readable message.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hostlm/plugin_api.h"
+
+namespace hostlm {
+
+struct PluginManifest {
+  std::string name;
+  std::string version;
+  int abi_version = 0;
+  std::filesystem::path library;             // resolved absolute path
+  std::filesystem::path manifest_path;
+  std::vector<std::string> gguf_architectures;  // general.architecture values
+  std::vector<std::string> hf_architectures;    // config.json "architectures" entries
+};
+
+class PluginRegistry {
+ public:
+  // The default search path, in order: the build tree, the install prefix,
+  // $HOSTLM_PLUGIN_PATH (colon-separated), ~/.local/share/hostlm/plugins.
+  static std::vector<std::filesystem::path> default_search_path();
+
+  // Reads every *.json manifest in the given folders (each folder may hold manifests
+  // directly or in a manifests/ subfolder). Manifest errors and two plugins claiming one
+  // architecture are collected into problems() and, for conflicts, make the architecture
+  // unusable with an error that names both manifests.
+  explicit PluginRegistry(std::vector<std::filesystem::path> search_path);
+  PluginRegistry();  // default_search_path()
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  const std::vector<PluginManifest>& manifests() const;
+  const std::vector<std::string>& problems() const;  // readable, one per bad manifest
+
+  // Loads (once) and returns the plugin claiming `architecture` (GGUF or HF name).
+  // Throws hostlm::Error: unknown architecture, conflicting claims, missing library,
+  // missing entry symbols, wrong ABI version.
+  ArchitecturePlugin& plugin_for(const std::string& architecture);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hostlm

@@ -1,0 +1,1 @@
+#include "hostlm/plugin_api.h"

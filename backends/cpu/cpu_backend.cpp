@@ -1,1 +1,286 @@
-#include "hostlm/ops.h"
+#include "cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cpu/dot.h"
+#include "cpu/thread_pool.h"
+#include "hostlm/error.h"
+
+namespace hostlm::cpu {
+namespace {
+
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(size_t n) : data_(n, 0.f) {}
+  float* data() override { return data_.data(); }
+  size_t size() const override { return data_.size(); }
+
+ private:
+  std::vector<float> data_;
+};
+
+inline float silu(float x) { return x / (1.f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+
+// Scratch that grows to the largest request and is then reused, so steady-state decode
+// allocates nothing.
+std::vector<float>& thread_scratch(size_t n) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return scratch;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() : pool_(std::make_unique<ThreadPool>(default_threads())) {}
+
+  std::string name() const override { return "cpu"; }
+
+  void set_threads(int n) override {
+    if (n <= 0) n = default_threads();
+    if (n != pool_->size()) pool_ = std::make_unique<ThreadPool>(n);
+  }
+
+  Weight load_weight(const TensorView& view) override {
+    if (!dot_kernel(view.type))
+      throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
+                  ", which the CPU backend cannot compute with yet");
+    Weight w;
+    w.type = view.type;
+    w.cols = view.cols();
+    w.rows = view.rows();
+    w.data = view.data;
+    w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, w.rows));
+    return w;
+  }
+
+  std::unique_ptr<Buffer> alloc(size_t n) override { return std::make_unique<HostBuffer>(n); }
+  void upload(float* dst, const float* src, size_t n) override {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+  void download(float* dst, const float* src, size_t n) override {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+  void fill(float* dst, float value, size_t n) override { std::fill(dst, dst + n, value); }
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
+                 int64_t rows, int64_t n) override {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * dst_stride, src + r * src_stride, n * sizeof(float));
+  }
+
+  void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
+    const RowToF32Fn to_f32 = row_to_f32_kernel(table.type);
+    for (int64_t t = 0; t < T; ++t) {
+      if (tokens[t] < 0 || tokens[t] >= table.rows)
+        throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
+                    std::to_string(table.rows - 1) + ")");
+      to_f32(static_cast<const uint8_t*>(table.data) + table.row_bytes * tokens[t],
+             out + t * table.cols, table.cols);
+    }
+  }
+
+  void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
+    const DotFn dot = dot_kernel(w.type);
+    const auto* base = static_cast<const uint8_t*>(w.data);
+    // Blocks of output rows: each weight row is read once from memory per block of tokens.
+    pool_->parallel_for(w.rows, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const void* row = base + w.row_bytes * r;
+        for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot(row, x + t * w.cols, w.cols);
+      }
+    });
+  }
+
+  void add(float* x, const float* y, size_t n) override {
+    for (size_t i = 0; i < n; ++i) x[i] += y[i];
+  }
+
+  void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
+                int64_t n, const float* weight, float eps) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * x_stride;
+      float* o = out + r * out_stride;
+      double ss = 0.0;
+      for (int64_t i = 0; i < n; ++i) ss += double{xr[i]} * xr[i];
+      const float inv = 1.f / std::sqrt(static_cast<float>(ss / n) + eps);
+      for (int64_t i = 0; i < n; ++i) o[i] = xr[i] * inv * weight[i];
+    }
+  }
+
+  void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
+                 int64_t rot_dims, const int32_t* positions, double theta) override {
+    const int64_t half = rot_dims / 2;
+    std::vector<float>& cs = thread_scratch(2 * half);
+    for (int64_t t = 0; t < T; ++t) {
+      // Angles in double: at positions near 262144 a float32 product loses whole radians.
+      for (int64_t i = 0; i < half; ++i) {
+        const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / rot_dims);
+        const double angle = static_cast<double>(positions[t]) * inv_freq;
+        cs[2 * i] = static_cast<float>(std::cos(angle));
+        cs[2 * i + 1] = static_cast<float>(std::sin(angle));
+      }
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + t * token_stride + h * head_stride;
+        for (int64_t i = 0; i < half; ++i) {
+          const float c = cs[2 * i], s = cs[2 * i + 1];
+          const float x0 = v[i], x1 = v[i + half];
+          v[i] = x0 * c - x1 * s;
+          v[i + half] = x1 * c + x0 * s;
+        }
+      }
+    }
+  }
+
+  void attention(const float* q, size_t q_stride, const float* k_cache, const float* v_cache,
+                 int64_t T, int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                 float scale, float* out) override {
+    const int64_t group = n_head / n_head_kv;
+    const int64_t kv_stride = n_head_kv * head_dim;
+    const int64_t first = n_kv - T;
+    pool_->parallel_for(T * n_head, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<float>& scores = thread_scratch(static_cast<size_t>(n_kv));
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t t = i / n_head, h = i % n_head, kvh = h / group;
+        const float* qv = q + t * q_stride + h * head_dim;
+        const int64_t visible = first + t + 1;
+        float max_score = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          const float* kv = k_cache + j * kv_stride + kvh * head_dim;
+          float s = 0.f;
+          for (int64_t d = 0; d < head_dim; ++d) s += qv[d] * kv[d];
+          scores[j] = s * scale;
+          max_score = std::max(max_score, scores[j]);
+        }
+        float denom = 0.f;
+        for (int64_t j = 0; j < visible; ++j) {
+          scores[j] = std::exp(scores[j] - max_score);
+          denom += scores[j];
+        }
+        float* o = out + t * n_head * head_dim + h * head_dim;
+        std::fill(o, o + head_dim, 0.f);
+        for (int64_t j = 0; j < visible; ++j) {
+          const float p = scores[j] / denom;
+          const float* vv = v_cache + j * kv_stride + kvh * head_dim;
+          for (int64_t d = 0; d < head_dim; ++d) o[d] += p * vv[d];
+        }
+      }
+    });
+  }
+
+  void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
+                   int64_t n) override {
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < n; ++i) x[t * n + i] *= sigmoid(gate[t * gate_stride + i]);
+  }
+
+  void swiglu(const float* gate, const float* up, float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+  }
+
+  void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
+                   float* conv_state, float* out) override {
+    const int64_t hist = K - 1;
+    // Input at time index s (negative: from the state, which holds times -hist..-1).
+    auto input = [&](int64_t s, int64_t c) {
+      return s < 0 ? conv_state[(hist + s) * channels + c] : x[s * channels + c];
+    };
+    pool_->parallel_for(channels, 64, [&](int64_t c0, int64_t c1) {
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = c0; c < c1; ++c) {
+          float s = 0.f;
+          for (int64_t r = 0; r < K; ++r) s += weight[c * K + r] * input(t - hist + r, c);
+          out[t * channels + c] = silu(s);
+        }
+    });
+    // New state: the last `hist` inputs, oldest first.
+    if (T >= hist) {
+      std::memcpy(conv_state, x + (T - hist) * channels, sizeof(float) * hist * channels);
+    } else {
+      std::memmove(conv_state, conv_state + T * channels, sizeof(float) * (hist - T) * channels);
+      std::memcpy(conv_state + (hist - T) * channels, x, sizeof(float) * T * channels);
+    }
+  }
+
+  void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
+                        const float* a_neg, const float* dt_bias, int64_t T,
+                        const DeltaRuleShape& sh, float* state, float* out) override {
+    const int64_t key_dim = sh.n_k_heads * sh.dk;
+    const int64_t row = 2 * key_dim + sh.n_v_heads * sh.dv;
+    const float q_scale = 1.f / std::sqrt(static_cast<float>(sh.dk));
+    pool_->parallel_for(sh.n_v_heads, 1, [&](int64_t j0, int64_t j1) {
+      std::vector<float>& qk = thread_scratch(static_cast<size_t>(2 * sh.dk));
+      float* qn = qk.data();
+      float* kn = qk.data() + sh.dk;
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t kh = j % sh.n_k_heads;
+        float* S = state + j * sh.dv * sh.dk;  // row v holds S[:, v], contiguous over k
+        for (int64_t t = 0; t < T; ++t) {
+          const float* q = qkv + t * row + kh * sh.dk;
+          const float* k = qkv + t * row + key_dim + kh * sh.dk;
+          const float* v = qkv + t * row + 2 * key_dim + j * sh.dv;
+          float qq = 0.f, kk = 0.f;
+          for (int64_t d = 0; d < sh.dk; ++d) {
+            qq += q[d] * q[d];
+            kk += k[d] * k[d];
+          }
+          const float qs = q_scale / std::sqrt(qq + 1e-6f), ks = 1.f / std::sqrt(kk + 1e-6f);
+          for (int64_t d = 0; d < sh.dk; ++d) {
+            qn[d] = q[d] * qs;
+            kn[d] = k[d] * ks;
+          }
+          const float beta = sigmoid(beta_raw[t * sh.n_v_heads + j]);
+          const float decay =
+              std::exp(a_neg[j] * softplus(alpha[t * sh.n_v_heads + j] + dt_bias[j]));
+          float* o = out + t * sh.n_v_heads * sh.dv + j * sh.dv;
+          // Decay, read with k, write the delta, read with q: one pass over each state row.
+          for (int64_t c = 0; c < sh.dv; ++c) {
+            float* s = S + c * sh.dk;
+            float kv = 0.f;
+            for (int64_t d = 0; d < sh.dk; ++d) {
+              s[d] *= decay;
+              kv += s[d] * kn[d];
+            }
+            const float delta = beta * (v[c] - kv);
+            float acc = 0.f;
+            for (int64_t d = 0; d < sh.dk; ++d) {
+              s[d] += kn[d] * delta;
+              acc += s[d] * qn[d];
+            }
+            o[c] = acc;
+          }
+        }
+      }
+    });
+  }
+
+  void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
+                      int64_t dv, float eps, float* out) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * dv;
+      const float* zr = z + r * dv;
+      float ss = 0.f;
+      for (int64_t i = 0; i < dv; ++i) ss += xr[i] * xr[i];
+      const float inv = 1.f / std::sqrt(ss / static_cast<float>(dv) + eps);
+      for (int64_t i = 0; i < dv; ++i) out[r * dv + i] = xr[i] * inv * weight[i] * silu(zr[i]);
+    }
+  }
+
+ private:
+  static int default_threads() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }
+
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace hostlm::cpu

@@ -47,6 +47,9 @@ class GgufValue {
   std::optional<bool> as_bool() const;
   const std::string* as_string() const;     // nullptr unless STRING
   const GgufArray* as_array() const;        // nullptr unless ARRAY
+  // Exact stored value: u64 above INT64_MAX has no other lossless accessor, and writers
+  // need to check that a value built by hand matches its declared type.
+  const Storage& storage() const { return storage_; }
 
  private:
   GgufType type_ = GgufType::U8;

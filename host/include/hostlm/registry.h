@@ -18,6 +18,7 @@ struct PluginManifest {
   std::filesystem::path manifest_path;
   std::vector<std::string> gguf_architectures;  // general.architecture values
   std::vector<std::string> hf_architectures;    // config.json "architectures" entries
+  std::string description;                      // optional, one line for humans
 };
 
 class PluginRegistry {
@@ -42,6 +43,8 @@ class PluginRegistry {
   // Loads (once) and returns the plugin claiming `architecture` (GGUF or HF name).
   // Throws hostlm::Error: unknown architecture, conflicting claims, missing library,
   // missing entry symbols, wrong ABI version.
+  // The library stays loaded as long as the registry lives: models and sequences made by
+  // the plugin run its code, so destroy them before the registry.
   ArchitecturePlugin& plugin_for(const std::string& architecture);
 
  private:

@@ -1,0 +1,47 @@
+#include "cli_util.h"
+
+#include <charconv>
+#include <filesystem>
+
+#include "hostlm/error.h"
+
+namespace hostlm::cli {
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    int32_t value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 0)
+      throw Error("--tokens: '" + item + "' is not a token id (expected e.g. 1,2,3)");
+    out.push_back(value);
+    pos = comma + 1;
+  }
+  if (out.empty()) throw Error("--tokens: no token ids given");
+  return out;
+}
+
+void BackendFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--backend", backend, "cpu, cuda or auto (best available)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd.add_option("--threads", threads, "CPU threads (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+ModelLoadOptions BackendFlags::load_options() const {
+  ModelLoadOptions o;
+  o.backend = backend;
+  o.threads = threads;
+  return o;
+}
+
+std::string default_model_path() {
+  // Installed next to the binary first, then the source tree this build came from.
+  if (const char* env = std::getenv("HOSTLM_DEFAULT_MODEL")) return env;
+  return HOSTLM_DEFAULT_MODEL_DIR;
+}
+
+}  // namespace hostlm::cli

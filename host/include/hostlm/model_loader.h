@@ -1,0 +1,51 @@
+// Opens a model file (GGUF or Hugging Face folder), finds the plugin for its architecture
+// and loads it on a backend. The one entry point the CLI, the engine and the C API use.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "hostlm/gguf.h"
+#include "hostlm/ops.h"
+#include "hostlm/plugin_api.h"
+#include "hostlm/registry.h"
+#include "hostlm/safetensors.h"
+
+namespace hostlm {
+
+// A GGUF file or an HF folder, opened and with its architecture name read.
+class OpenedModelFiles {
+ public:
+  // Throws hostlm::Error naming the path when it is neither a readable GGUF nor a folder
+  // with config.json and safetensors, or when it names no architecture.
+  explicit OpenedModelFiles(const std::filesystem::path& path);
+  const ModelFiles& files() const { return files_; }
+
+ private:
+  std::unique_ptr<GgufFile> gguf_;
+  std::unique_ptr<HfCheckpoint> hf_;
+  ModelFiles files_;
+};
+
+struct ModelLoadOptions {
+  std::string backend = "auto";  // "auto", "cpu", "cuda"
+  int threads = 0;               // 0: one per core
+  int64_t max_batch = 256;
+};
+
+// Members are declared so that destruction runs model -> backend -> files.
+class LoadedModel {
+ public:
+  LoadedModel(PluginRegistry& registry, const std::filesystem::path& path,
+              const ModelLoadOptions& options);
+  Model& model() { return *model_; }
+  Backend& backend() { return *backend_; }
+  const ModelFiles& files() const { return files_.files(); }
+
+ private:
+  OpenedModelFiles files_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace hostlm

@@ -1,0 +1,83 @@
+// Shared building blocks of transformer-style models, composed from Backend ops.
+// An architecture plugin declares which tensors feed which module and in what order the
+// modules run; the arithmetic lives here (and in the backends), once for every family.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hostlm/ops.h"
+
+namespace hostlm::modules {
+
+// Activation scratch for one forward call of up to max_tokens tokens: a few buffers of
+// max_tokens x width floats, made once at load so evaluation allocates nothing.
+class Scratch {
+ public:
+  Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers = 6);
+  float* get(int index) { return buffers_[index]->data(); }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t width() const { return width_; }
+
+ private:
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  int64_t max_tokens_, width_;
+};
+
+// RMSNorm with a float32 weight held on the host (any +1 shift already folded in).
+struct RmsNorm {
+  std::vector<float> weight;
+  float eps = 1e-6f;
+  void forward(Backend& be, const float* x, float* out, int64_t rows) const {
+    be.rms_norm(x, weight.size(), out, weight.size(), rows, static_cast<int64_t>(weight.size()),
+                weight.data(), eps);
+  }
+};
+
+// Keys and values of one attention layer for one sequence: [capacity, n_head_kv*head_dim].
+struct KvCacheLayer {
+  float* k = nullptr;
+  float* v = nullptr;
+};
+
+// Multi-head attention with grouped KV heads, per-head q/k RMSNorm, partial NeoX rotary
+// and, when gated, a per-head sigmoid output gate interleaved with the query projection
+// (q_proj rows per head: [query(head_dim) | gate(head_dim)]).
+struct GatedAttention {
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0, rot_dims = 0;
+  double rope_theta = 10000.0;
+  bool output_gate = true;
+  Weight wq, wk, wv, wo;
+  RmsNorm q_norm, k_norm;
+
+  // x: [T, hidden]; positions of the T tokens; n_past tokens already in `cache`.
+  void forward(Backend& be, Scratch& s, const float* x, int64_t T, const int32_t* positions,
+               int64_t n_past, const KvCacheLayer& cache, float* out) const;
+};
+
+// Gated DeltaNet linear attention: causal conv1d + SiLU over [q|k|v], L2-normalised q/k,
+// the gated delta rule over a [n_v_heads, dv, dk] state, a gated RMSNorm with silu(z).
+// Value heads are in tiled order (value head j reads key head j % n_k_heads).
+struct GatedDeltaNet {
+  Backend::DeltaRuleShape shape{};
+  int64_t conv_kernel = 4;
+  Weight w_qkv, w_z, w_alpha, w_beta, w_out;
+  std::vector<float> conv_weight;  // [channels, conv_kernel]
+  std::vector<float> a_neg;        // -exp(A_log), [n_v_heads]
+  std::vector<float> dt_bias;      // [n_v_heads]
+  RmsNorm norm;                    // over dv, shared by heads (weight of dv)
+
+  int64_t conv_channels() const { return 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv; }
+  int64_t conv_state_size() const { return (conv_kernel - 1) * conv_channels(); }
+  int64_t recurrent_state_size() const { return shape.n_v_heads * shape.dv * shape.dk; }
+  void forward(Backend& be, Scratch& s, const float* x, int64_t T, float* conv_state,
+               float* recurrent_state, float* out) const;
+};
+
+// out = W_down (silu(W_gate x) * W_up x)
+struct SwigluMlp {
+  Weight w_gate, w_up, w_down;
+  void forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const;
+};
+
+}  // namespace hostlm::modules

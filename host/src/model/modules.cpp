@@ -1,0 +1,85 @@
+#include "hostlm/modules.h"
+
+#include <cmath>
+
+#include "hostlm/error.h"
+
+namespace hostlm::modules {
+
+Scratch::Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers)
+    : max_tokens_(max_tokens), width_(width) {
+  for (int i = 0; i < n_buffers; ++i)
+    buffers_.push_back(backend.alloc(static_cast<size_t>(max_tokens * width)));
+}
+
+// Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output. Buffers 4/5 belong to the
+// caller (the residual stream and the normed input).
+void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
+                             const int32_t* positions, int64_t n_past, const KvCacheLayer& cache,
+                             float* out) const {
+  const int64_t q_width = n_head * head_dim * (output_gate ? 2 : 1);
+  const int64_t kv_width = n_head_kv * head_dim;
+  float* qg = s.get(0);
+  float* k = s.get(1);
+  float* v = s.get(2);
+  float* attn = s.get(3);
+  be.matmul(wq, x, T, qg);
+  be.matmul(wk, x, T, k);
+  be.matmul(wv, x, T, v);
+  const size_t q_head_stride = static_cast<size_t>(output_gate ? 2 * head_dim : head_dim);
+  // Per-head norms in place; the query rows stay interleaved with their gates.
+  be.rms_norm(qg, q_head_stride, qg, q_head_stride, T * n_head, head_dim, q_norm.weight.data(),
+              q_norm.eps);
+  be.rms_norm(k, head_dim, k, head_dim, T * n_head_kv, head_dim, k_norm.weight.data(), k_norm.eps);
+  be.rope_neox(qg, q_width, T, n_head, q_head_stride, rot_dims, positions, rope_theta);
+  be.rope_neox(k, kv_width, T, n_head_kv, head_dim, rot_dims, positions, rope_theta);
+  be.copy_rows(cache.k + n_past * kv_width, kv_width, k, kv_width, T, kv_width);
+  be.copy_rows(cache.v + n_past * kv_width, kv_width, v, kv_width, T, kv_width);
+  // Queries are read with a per-head stride through a compacted copy.
+  float* q = k;  // k is in the cache now; reuse its scratch for compacted queries
+  if (s.width() < n_head * head_dim) throw Error("scratch too small for attention queries");
+  be.copy_rows(q, head_dim, qg, q_head_stride, T * n_head, head_dim);
+  be.attention(q, static_cast<size_t>(n_head * head_dim), cache.k, cache.v, T, n_past + T,
+               n_head, n_head_kv, head_dim, 1.f / std::sqrt(static_cast<float>(head_dim)), attn);
+  if (output_gate) {
+    // Gates: the second half of each head's rows in qg; compact them next to the output.
+    float* gate = v;
+    be.copy_rows(gate, head_dim, qg + head_dim, q_head_stride, T * n_head, head_dim);
+    be.mul_sigmoid(attn, gate, static_cast<size_t>(n_head * head_dim), T, n_head * head_dim);
+  }
+  be.matmul(wo, attn, T, out);
+}
+
+void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
+                            float* conv_state, float* recurrent_state, float* out) const {
+  const int64_t channels = conv_channels();
+  const int64_t value_dim = shape.n_v_heads * shape.dv;
+  float* qkv = s.get(0);
+  float* conv = s.get(1);
+  float* z = s.get(2);
+  float* core = s.get(3);
+  float* alpha = s.get(2) + T * value_dim;  // z uses the first T*value_dim floats
+  float* beta = alpha + T * shape.n_v_heads;
+  if (s.width() < value_dim + 2 * shape.n_v_heads)
+    throw Error("scratch too small for the delta-rule gates");
+  be.matmul(w_qkv, x, T, qkv);
+  be.matmul(w_z, x, T, z);
+  be.matmul(w_alpha, x, T, alpha);
+  be.matmul(w_beta, x, T, beta);
+  be.conv1d_silu(qkv, T, channels, conv_kernel, conv_weight.data(), conv_state, conv);
+  be.gated_delta_rule(conv, alpha, beta, a_neg.data(), dt_bias.data(), T, shape, recurrent_state,
+                      core);
+  be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
+  be.matmul(w_out, core, T, out);
+}
+
+void SwigluMlp::forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const {
+  float* gate = s.get(0);
+  float* up = s.get(1);
+  be.matmul(w_gate, x, T, gate);
+  be.matmul(w_up, x, T, up);
+  be.swiglu(gate, up, gate, static_cast<size_t>(T * w_gate.rows));
+  be.matmul(w_down, gate, T, out);
+}
+
+}  // namespace hostlm::modules

@@ -1,1 +1,0 @@
-#include "hostlm/plugin_api.h"

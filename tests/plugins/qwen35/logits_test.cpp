@@ -1,0 +1,151 @@
+// Given tiny random Qwen3.5 checkpoints and logits computed by Hugging Face transformers,
+// hostlm's forward pass reproduces them from the HF folder and from a GGUF it converted.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <algorithm>
+#include <numeric>
+
+#include <unistd.h>
+
+#include "hostlm/error.h"
+#include "hostlm/model_loader.h"
+#include "reference_data.h"
+
+namespace hostlm {
+namespace {
+
+using testing::load_reference;
+using testing::max_relative_error;
+using testing::ReferenceModel;
+
+// Weights are used as stored (F32/BF16/F16) by both sides and all arithmetic is float32,
+// so every dtype is held to the same tolerance, relative to the reference logit std.
+constexpr double kTolerance = 1e-4;
+
+const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16"};
+
+std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens) {
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.info().n_vocab));
+  auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
+  model.eval(*seq, tokens, true, logits);
+  return logits;
+}
+
+void expect_matches_reference(Model& model, const ReferenceModel& ref, const std::string& what) {
+  ASSERT_EQ(model.info().n_vocab, ref.vocab);
+  for (const auto& seq : ref.sequences) {
+    const double err = max_relative_error(seq, all_logits(model, seq.tokens), ref.vocab);
+    EXPECT_LT(err, kTolerance) << what << " sequence " << seq.name << " (" << seq.tokens.size()
+                               << " tokens): max |diff| / std = " << err;
+    ::testing::Test::RecordProperty(what + "." + seq.name + ".max_rel_err", std::to_string(err));
+  }
+}
+
+class Qwen35Reference : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Qwen35Reference, HfFolderLogitsMatchTransformers) {
+  const ReferenceModel ref = load_reference(GetParam());
+  PluginRegistry registry;
+  LoadedModel loaded(registry, ref.folder, {});
+  expect_matches_reference(loaded.model(), ref, "hf");
+}
+
+TEST_P(Qwen35Reference, ConvertedGgufLogitsMatchTransformers) {
+  const ReferenceModel ref = load_reference(GetParam());
+  PluginRegistry registry;
+  OpenedModelFiles hf(ref.folder);
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("hostlm-test-" + ref.name + "-" + std::to_string(::getpid()) + ".gguf");
+  ArchitecturePlugin& plugin = registry.plugin_for(hf.files().architecture);
+  if (ref.name == "tiny-vl-dkdv-f16") {
+    // dk != dv has no GGUF form in llama.cpp's format: conversion must refuse clearly.
+    EXPECT_THROW(plugin.convert_to_gguf(*hf.files().hf, DType::F16, out), Error);
+    return;
+  }
+  // Store the weights losslessly: F32 stays F32, BF16 stays BF16.
+  const DType type = ref.name == "tiny-untied-bf16" ? DType::BF16 : DType::F32;
+  plugin.convert_to_gguf(*hf.files().hf, type, out);
+  {
+    LoadedModel loaded(registry, out, {});
+    expect_matches_reference(loaded.model(), ref, "gguf");
+  }
+  std::filesystem::remove(out);
+}
+
+TEST_P(Qwen35Reference, GreedyGenerationMatchesTransformers) {
+  const ReferenceModel ref = load_reference(GetParam());
+  PluginRegistry registry;
+  LoadedModel loaded(registry, ref.folder, {});
+  Model& model = loaded.model();
+  std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
+  auto seq = model.new_sequence(64);
+  model.eval(*seq, ref.greedy_prompt, false, logits);
+  std::vector<int32_t> generated;
+  for (size_t i = 0; i < ref.greedy_generated.size(); ++i) {
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    generated.push_back(next);
+    model.eval(*seq, std::span<const int32_t>(&next, 1), false, logits);
+  }
+  EXPECT_EQ(generated, ref.greedy_generated);
+}
+
+// Prefill in one call, in uneven chunks, and token by token must give the same logits:
+// the KV cache, conv state and recurrent state are carried correctly between calls.
+TEST_P(Qwen35Reference, PrefillChunkedAndTokenByTokenAgree) {
+  const ReferenceModel ref = load_reference(GetParam());
+  const auto& tokens = ref.sequences.back().tokens;  // the longest sequence
+  PluginRegistry registry;
+  ModelLoadOptions small_batches;
+  small_batches.max_batch = 37;  // does not divide the length
+  LoadedModel whole(registry, ref.folder, {});
+  LoadedModel chunked(registry, ref.folder, small_batches);
+  const int64_t V = ref.vocab;
+  const std::vector<float> one_shot = all_logits(whole.model(), tokens);
+  const std::vector<float> in_chunks = all_logits(chunked.model(), tokens);
+
+  Model& model = whole.model();
+  auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
+  std::vector<float> step(static_cast<size_t>(V));
+  double worst_chunked = 0, worst_steps = 0, scale = 0;
+  for (float v : one_shot) scale = std::max(scale, static_cast<double>(std::abs(v)));
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    model.eval(*seq, std::span<const int32_t>(&tokens[t], 1), false, step);
+    for (int64_t v = 0; v < V; ++v) {
+      const size_t i = t * static_cast<size_t>(V) + static_cast<size_t>(v);
+      worst_steps = std::max(worst_steps, static_cast<double>(std::abs(step[v] - one_shot[i])));
+      worst_chunked = std::max(worst_chunked, static_cast<double>(std::abs(in_chunks[i] - one_shot[i])));
+    }
+  }
+  EXPECT_LT(worst_steps / scale, 1e-5);
+  EXPECT_LT(worst_chunked / scale, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, Qwen35Reference, ::testing::ValuesIn(kModels),
+                         [](const auto& p) {
+                           std::string n = p.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(Qwen35Errors, SequenceOverflowIsAnError) {
+  PluginRegistry registry;
+  LoadedModel loaded(registry, load_reference("tiny-tied-f32").folder, {});
+  auto seq = loaded.model().new_sequence(2);
+  std::vector<float> logits(static_cast<size_t>(loaded.model().info().n_vocab));
+  const std::vector<int32_t> three = {1, 2, 3};
+  EXPECT_THROW(loaded.model().eval(*seq, three, false, logits), Error);
+}
+
+TEST(Qwen35Errors, TokenOutsideVocabularyIsAnError) {
+  PluginRegistry registry;
+  LoadedModel loaded(registry, load_reference("tiny-tied-f32").folder, {});
+  auto seq = loaded.model().new_sequence(4);
+  std::vector<float> logits(static_cast<size_t>(loaded.model().info().n_vocab));
+  const std::vector<int32_t> bad = {1, 999999};
+  EXPECT_THROW(loaded.model().eval(*seq, bad, false, logits), Error);
+}
+
+}  // namespace
+}  // namespace hostlm

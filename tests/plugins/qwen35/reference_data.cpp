@@ -1,0 +1,56 @@
+#include "reference_data.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace hostlm::testing {
+
+std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("HOSTLM_SOURCE_DIR")) return env;
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+}
+
+ReferenceModel load_reference(const std::string& name) {
+  const auto data = source_dir() / "tests" / "data";
+  std::ifstream in(data / "reference" / (name + ".json"));
+  if (!in) throw std::runtime_error("missing reference for " + name);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ReferenceModel m;
+  m.name = name;
+  m.folder = data / "models" / name;
+  m.vocab = j.at("vocab").get<int64_t>();
+  for (const auto& [key, s] : j.at("sequences").items()) {
+    ReferenceSequence seq;
+    seq.name = key;
+    seq.tokens = s.at("tokens").get<std::vector<int32_t>>();
+    seq.positions = s.at("positions").get<std::vector<int64_t>>();
+    seq.logit_std = s.at("logit_std").get<double>();
+    seq.logits.resize(seq.positions.size() * static_cast<size_t>(m.vocab));
+    std::ifstream f(data / "reference" / s.at("logits_file").get<std::string>(), std::ios::binary);
+    f.read(reinterpret_cast<char*>(seq.logits.data()),
+           static_cast<std::streamsize>(seq.logits.size() * sizeof(float)));
+    if (!f) throw std::runtime_error("short reference logits file for " + name + "/" + key);
+    m.sequences.push_back(std::move(seq));
+  }
+  m.greedy_prompt = j.at("greedy").at("prompt").get<std::vector<int32_t>>();
+  m.greedy_generated = j.at("greedy").at("generated").get<std::vector<int32_t>>();
+  return m;
+}
+
+double max_relative_error(const ReferenceSequence& ref, const std::vector<float>& all_logits,
+                          int64_t vocab) {
+  double worst = 0.0;
+  for (size_t p = 0; p < ref.positions.size(); ++p)
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double a = all_logits[static_cast<size_t>(ref.positions[p] * vocab + v)];
+      const double b = ref.logits[p * static_cast<size_t>(vocab) + static_cast<size_t>(v)];
+      worst = std::max(worst, std::abs(a - b) / ref.logit_std);
+    }
+  return worst;
+}
+
+}  // namespace hostlm::testing

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the Release build with all tests, the parsers' tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and a short libFuzzer run of each
+# parser. Installs dependencies first. Exit status is non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+fuzz_seconds=${HOSTLM_FUZZ_SECONDS:-30}
+
+bash scripts/install-deps.sh
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "== Release build and all tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600 | tee "$log"
+release_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
+
+echo "== All tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHOSTLM_SANITIZE=ON
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900 | tee "$log"
+asan_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
+
+echo "== libFuzzer: ${fuzz_seconds}s per parser"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHOSTLM_FUZZ=ON -DHOSTLM_TESTS=ON
+cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_safetensors
+for target in gguf_reader:gguf safetensors:safetensors; do
+  name=${target%%:*}
+  corpus=${target##*:}
+  scratch=$(mktemp -d)
+  ./build-fuzz/bin/fuzz_"$name" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
+    -dict="$root/tests/fuzz/fuzz_$name.dict" "$scratch" "$root/tests/fuzz/corpus/$corpus" \
+    2>&1 | tail -n 3
+  rm -rf "$scratch"
+done
+echo "tests: $((release_count + asan_count)) passed, 0 failed"

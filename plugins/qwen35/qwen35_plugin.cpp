@@ -1,6 +1,7 @@
 // The plugin's entry point: what the host's registry loads from libhostlm_qwen35.so.
 #include "hostlm/error.h"
 #include "hostlm/plugin_api.h"
+#include "qwen35_chat.h"
 #include "qwen35_convert.h"
 #include "qwen35_model.h"
 
@@ -15,6 +16,9 @@ class Qwen35Plugin final : public ArchitecturePlugin {
   void convert_to_gguf(const HfCheckpoint& hf, DType out_type,
                        const std::filesystem::path& out) override {
     qwen35::convert_to_gguf(hf, out_type, out);
+  }
+  std::unique_ptr<ChatFormat> chat_format(const ModelFiles& files) override {
+    return make_chat_format(files);
   }
 };
 

@@ -1,0 +1,46 @@
+// Given an HF folder with a tokenizer, `convert` carries the tokenizer and chat template
+// into the GGUF the way llama.cpp's converter does, and the GGUF tokenizes identically.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "hostlm/gguf.h"
+#include "hostlm/model_loader.h"
+#include "hostlm/tokenizer.h"
+#include "reference_data.h"
+
+namespace hostlm {
+namespace {
+
+TEST(Qwen35Convert, GgufCarriesTokenizerAndTemplate) {
+  const auto folder = testing::source_dir() / "tests/data/models/tiny-tied-f32";
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("hostlm-convert-" + std::to_string(::getpid()) + ".gguf");
+  PluginRegistry registry;
+  OpenedModelFiles hf(folder);
+  registry.plugin_for(hf.files().architecture).convert_to_gguf(*hf.files().hf, DType::F16, out);
+
+  auto gguf = GgufFile::open(out);
+  EXPECT_EQ(gguf->get_string("general.architecture"), "qwen35");
+  EXPECT_EQ(gguf->get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(gguf->get_string("tokenizer.ggml.pre"), "qwen35");
+  ASSERT_TRUE(gguf->get_string("tokenizer.chat_template"));
+  EXPECT_NE(gguf->get_string("tokenizer.chat_template")->find("<|im_start|>"), std::string::npos);
+  // Large matrices take the requested type; norms and the conv kernel stay F32.
+  EXPECT_EQ(gguf->find_tensor("blk.0.ffn_up.weight")->type, DType::F16);
+  EXPECT_EQ(gguf->find_tensor("blk.0.attn_norm.weight")->type, DType::F32);
+  EXPECT_EQ(gguf->find_tensor("blk.0.ssm_conv1d.weight")->type, DType::F32);
+  EXPECT_EQ(gguf->find_tensor("blk.0.ssm_a")->type, DType::F32);
+
+  const Tokenizer from_hf = Tokenizer::load(folder);
+  const Tokenizer from_gguf = Tokenizer::from_gguf(*gguf);
+  for (const char* text : {"<|im_start|>user\nHello, wörld! 12345<|im_end|>\n",
+                           "  tabs\tand\r\nnewlines  ", "<think>\nmaybe\n</think>\n\nyes"})
+    EXPECT_EQ(from_hf.encode(text), from_gguf.encode(text)) << text;
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace hostlm

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cpu/quants/quants.h"
 #include "hostlm/half.h"
 
 namespace hostlm::cpu {
@@ -114,7 +115,7 @@ DotFn dot_kernel(DType type) {
     case DType::F32: return avx2 ? dot_f32_avx2 : dot_f32_scalar;
     case DType::F16: return avx2 ? dot_f16_avx2 : dot_f16_scalar;
     case DType::BF16: return avx2 ? dot_bf16_avx2 : dot_bf16_scalar;
-    default: return nullptr;
+    default: return avx2 ? quants::dot_avx2(type) : quants::dot_scalar(type);
   }
 }
 
@@ -123,7 +124,7 @@ RowToF32Fn row_to_f32_kernel(DType type) {
     case DType::F32: return row_f32;
     case DType::F16: return row_f16;
     case DType::BF16: return row_bf16;
-    default: return nullptr;
+    default: return quants::row_to_f32(type);
   }
 }
 

@@ -4,12 +4,29 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <type_traits>
+#include <utility>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace hostlm::cpu {
+
+// A non-owning reference to a callable (void(int64_t, int64_t)). Unlike std::function it
+// never allocates, so a parallel loop over a capturing lambda costs no heap traffic.
+class RangeFn {
+ public:
+  template <typename F>
+  RangeFn(F& f)  // NOLINT: implicit on purpose, the callable outlives the loop
+      : object_(static_cast<void*>(&f)), call_([](void* o, int64_t b, int64_t e) {
+          (*static_cast<F*>(o))(b, e);
+        }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int64_t, int64_t);
+};
 
 class ThreadPool {
  public:
@@ -21,9 +38,13 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Calls fn(begin, end) over [0, n) split into contiguous pieces of at least `grain`
   // items; the calling thread takes part. Returns when every piece is done.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  template <typename F>
+  void parallel_for(int64_t n, int64_t grain, F&& fn) {
+    run(n, grain, RangeFn(fn));
+  }
 
  private:
+  void run(int64_t n, int64_t grain, RangeFn fn);
   void worker_loop(int index);
   void run_pieces();
 
@@ -31,7 +52,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const RangeFn* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_piece_ = 0;
   std::atomic<int64_t> next_piece_{0};

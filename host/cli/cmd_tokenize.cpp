@@ -88,7 +88,8 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || v < 0 || v > INT32_MAX) throw Error("--ids: '" + item + "' is not a token id");
+    if (used != item.size() || v < 0 || v > INT32_MAX)
+      throw Error("--ids: '" + item + "' is not a token id");
     ids.push_back(static_cast<int32_t>(v));
     item.clear();
   };
@@ -123,7 +124,8 @@ void run_detokenize(const DetokenizeOptions& o) {
 void add_tokenize_commands(CLI::App& app) {
   auto tok = std::make_shared<TokenizeOptions>();
   CLI::App* t = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
-  t->add_option("MODEL_OR_TOKENIZER", tok->model, "A .gguf file, a Hugging Face folder, or a tokenizer.json")
+  t->add_option("MODEL_OR_TOKENIZER", tok->model,
+                "A .gguf file, a Hugging Face folder, or a tokenizer.json")
       ->required();
   CLI::Option_group* input = t->add_option_group("input", "What to tokenize");
   input->add_option("--text", tok->text, "The text");
@@ -136,7 +138,8 @@ void add_tokenize_commands(CLI::App& app) {
 
   auto detok = std::make_shared<DetokenizeOptions>();
   CLI::App* d = app.add_subcommand("detokenize", "Print the text of token ids");
-  d->add_option("MODEL_OR_TOKENIZER", detok->model, "A .gguf file, a Hugging Face folder, or a tokenizer.json")
+  d->add_option("MODEL_OR_TOKENIZER", detok->model,
+                "A .gguf file, a Hugging Face folder, or a tokenizer.json")
       ->required();
   d->add_option("--ids", detok->ids, "Comma-separated token ids, e.g. 1,2,3")->required();
   d->add_flag("--skip-special", detok->skip_special, "Leave special tokens out of the text");

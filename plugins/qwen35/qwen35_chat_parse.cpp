@@ -3,12 +3,14 @@
 // Expected after a thinking prompt: `{reasoning}\n</think>\n\n{content}` and then zero or more
 // `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`.
 // Tolerated, because released models do it (spec pitfall 24): a repeated `<think>` at the
-// start, `<tool_call>` without `</think>` before it, `<function=` without `<tool_call>`, a
-// missing `</parameter>`, `</tool_call>` or (at the end) `</tool_call>` and `</function>`.
+// start, `<tool_call>` without `</think>` before it, `<function=` without `<tool_call>` (only
+// when the request declared tools, so that prose about the format stays prose), a missing
+// `</parameter>`, and a missing `</tool_call>` when generation ends after `</function>`.
 //
 // Whitespace: reasoning and content are trimmed at both ends, and the whitespace around a tool
-// call collapses to the whitespace before it, so that the result does not depend on how the
-// text was chunked, trailing whitespace is held until something else follows it.
+// call collapses to the whitespace before it. Trailing whitespace is therefore held back until
+// text follows it, as is anything that may be the start of a tag or of a UTF-8 character; the
+// events then add up to the same result however the text was chunked.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -33,7 +35,9 @@ constexpr std::string_view kFunctionClose = "</function>";
 constexpr std::string_view kParameterOpen = "<parameter=";
 constexpr std::string_view kParameterClose = "</parameter>";
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
@@ -124,7 +128,8 @@ std::optional<std::vector<ToolCall>> read_calls(std::string_view body, const Arg
     const size_t name_end = body.find('>', pos);
     if (name_end == std::string_view::npos) return std::nullopt;
     ToolCall call;
-    call.name = trim(body.substr(pos + kFunctionOpen.size(), name_end - pos - kFunctionOpen.size()));
+    call.name =
+        trim(body.substr(pos + kFunctionOpen.size(), name_end - pos - kFunctionOpen.size()));
     if (call.name.empty()) return std::nullopt;
     const size_t end = std::min(body.find(kFunctionClose, name_end), body.size());
     const std::string_view inner = body.substr(name_end + 1, end - name_end - 1);
@@ -323,7 +328,8 @@ class Qwen35Parser final : public ChatParser {
     }
     state_ = State::kContent;
     if (auto calls = read_calls(body, types_)) {
-      for (ToolCall& call : *calls) events.push_back({ChatEvent::Kind::kToolCall, {}, std::move(call)});
+      for (ToolCall& call : *calls)
+        events.push_back({ChatEvent::Kind::kToolCall, {}, std::move(call)});
       content_.tool_call_ended();
       may_close_call_ = implicit_call_;
     } else {

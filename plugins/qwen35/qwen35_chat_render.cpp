@@ -51,44 +51,44 @@ constexpr std::string_view kThinkingOffVariant =
 // The code points Python's str.isspace() accepts, which is what Jinja's trim strips.
 bool is_python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
-// Decodes `s` as exactly one UTF-8 sequence; anything else yields a non-space marker.
-char32_t decode_utf8(std::string_view s) {
-  constexpr char32_t kInvalid = 0xFFFFFFFF;
-  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  if (s.empty()) return kInvalid;
-  const unsigned lead = b(0);
-  size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3
-                           : (lead >> 3) == 0x1E    ? 4
-                                                    : 0;
-  if (len == 0 || len != s.size()) return kInvalid;
-  char32_t c = len == 1 ? lead : lead & (0x7F >> len);
-  for (size_t i = 1; i < len; ++i) {
-    if ((b(i) & 0xC0) != 0x80) return kInvalid;
-    c = (c << 6) | (b(i) & 0x3F);
+// 0 for a byte that cannot start a sequence.
+size_t utf8_sequence_length(unsigned char lead) {
+  return lead < 0x80           ? 1
+         : (lead >> 5) == 0x6  ? 2
+         : (lead >> 4) == 0xE  ? 3
+         : (lead >> 3) == 0x1E ? 4
+                               : 0;
+}
+
+// Whether `s` is exactly one UTF-8 sequence for a space; invalid bytes are not spaces.
+bool is_python_space(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  if (s.empty() || utf8_sequence_length(byte(0)) != s.size()) return false;
+  char32_t c = s.size() == 1 ? byte(0) : byte(0) & (0x7F >> s.size());
+  for (size_t i = 1; i < s.size(); ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return false;
+    c = (c << 6) | (byte(i) & 0x3F);
   }
-  return c;
-}
-
-size_t utf8_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4
-                                                                                                 : 1;
+  return is_python_space(c);
 }
 
 std::string_view python_strip(std::string_view s) {
   while (!s.empty()) {
-    const size_t len = std::min(utf8_length(static_cast<unsigned char>(s.front())), s.size());
-    if (!is_python_space(decode_utf8(s.substr(0, len)))) break;
+    const size_t len = std::clamp<size_t>(
+        utf8_sequence_length(static_cast<unsigned char>(s.front())), 1, s.size());
+    if (!is_python_space(s.substr(0, len))) break;
     s.remove_prefix(len);
   }
   while (!s.empty()) {
-    size_t start = s.size() - 1;
-    while (start > 0 && s.size() - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+    size_t start = s.size() - 1;  // back over continuation bytes to the sequence's lead
+    while (start > 0 && s.size() - start < 4 &&
+           (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
       --start;
-    if (!is_python_space(decode_utf8(s.substr(start)))) break;
+    if (!is_python_space(s.substr(start))) break;
     s.remove_suffix(s.size() - start);
   }
   return s;
@@ -102,11 +102,6 @@ std::string_view strip_newlines_left(std::string_view s) {
 std::string_view strip_newlines_right(std::string_view s) {
   while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
   return s;
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
 // ---- Python json.dumps(ensure_ascii=False) and str() -----------------------------------
@@ -159,13 +154,27 @@ void append_json_string(std::string_view s, std::string& out) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out.append("\\u00").append(1, kHex[c >> 4]).append(1, kHex[c & 0xF]);
@@ -201,12 +210,24 @@ void append_python_json(const Json& v, std::string& out) {
       out += ']';
       return;
     }
-    case Json::value_t::string: append_json_string(v.get_ref<const std::string&>(), out); return;
-    case Json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
-    case Json::value_t::number_integer: out += std::to_string(v.get<int64_t>()); return;
-    case Json::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); return;
-    case Json::value_t::number_float: append_python_float(v.get<double>(), true, out); return;
-    default: out += "null"; return;  // null; binary and discarded cannot come from JSON text
+    case Json::value_t::string:
+      append_json_string(v.get_ref<const std::string&>(), out);
+      return;
+    case Json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case Json::value_t::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      return;
+    case Json::value_t::number_float:
+      append_python_float(v.get<double>(), true, out);
+      return;
+    default:  // null (binary and discarded values cannot come from JSON text)
+      out += "null";
+      return;
   }
 }
 
@@ -214,12 +235,24 @@ void append_python_json(const Json& v, std::string& out) {
 void append_argument_value(const Json& v, std::string& out) {
   switch (v.type()) {
     case Json::value_t::object:
-    case Json::value_t::array: append_python_json(v, out); return;
-    case Json::value_t::string: out += v.get_ref<const std::string&>(); return;
-    case Json::value_t::boolean: out += v.get<bool>() ? "True" : "False"; return;
-    case Json::value_t::number_float: append_python_float(v.get<double>(), false, out); return;
-    case Json::value_t::null: out += "None"; return;
-    default: append_python_json(v, out); return;  // integers
+    case Json::value_t::array:
+      append_python_json(v, out);
+      return;
+    case Json::value_t::string:
+      out += v.get_ref<const std::string&>();
+      return;
+    case Json::value_t::boolean:
+      out += v.get<bool>() ? "True" : "False";
+      return;
+    case Json::value_t::number_float:
+      append_python_float(v.get<double>(), false, out);
+      return;
+    case Json::value_t::null:
+      out += "None";
+      return;
+    default:  // integers
+      append_python_json(v, out);
+      return;
   }
 }
 
@@ -249,7 +282,7 @@ size_t last_user_query(const std::vector<ChatMessage>& messages) {
   for (size_t i = messages.size(); i-- > 0;) {
     if (messages[i].role != "user") continue;
     const std::string_view content = python_strip(messages[i].content);
-    if (!(starts_with(content, "<tool_response>") && ends_with(content, "</tool_response>")))
+    if (!(content.starts_with("<tool_response>") && content.ends_with("</tool_response>")))
       return i;
   }
   template_error("No user query found in messages.");
@@ -325,7 +358,9 @@ std::string Qwen35ChatFormat::render(const Conversation& conv,
       // Consecutive tool results share one user turn. A leading tool message opens none:
       // the template tests loop.previtem, which is undefined there.
       if (i > 0 && messages[i - 1].role != "tool") out += "<|im_start|>user";
-      out.append("\n<tool_response>\n").append(python_strip(m.content)).append("\n</tool_response>");
+      out.append("\n<tool_response>\n")
+          .append(python_strip(m.content))
+          .append("\n</tool_response>");
       if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
     } else {
       template_error("Unexpected message role. (message " + std::to_string(i) + " has role \"" +
@@ -358,8 +393,8 @@ std::string template_from_tokenizer_config(const std::filesystem::path& path) {
   if (t.is_string()) return t.get<std::string>();
   if (t.is_array()) {
     for (const Json& named : t) {
-      if (named.is_object() && named.value("name", "") == "default" &&
-          named.contains("template") && named["template"].is_string())
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+          named["template"].is_string())
         return named["template"].get<std::string>();
     }
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
 #define HOSTLM_PLUGIN_ABI_VERSION 1
@@ -69,6 +70,9 @@ class ArchitecturePlugin {
   // Writes a GGUF of `hf` that llama.cpp also loads. out_type: F32, F16 or BF16.
   virtual void convert_to_gguf(const HfCheckpoint& hf, DType out_type,
                                const std::filesystem::path& out) = 0;
+  // How the family's models read conversations and write answers. `files` may carry only an
+  // architecture name (a renderer run without a model); nullptr: the plugin has no format.
+  virtual std::unique_ptr<ChatFormat> chat_format(const ModelFiles& files) { return nullptr; }
 };
 
 }  // namespace hostlm

@@ -32,10 +32,10 @@ enum class TokenType : int32_t {
 // A token matched as a whole string in the input before any BPE (tokenizer.json added_tokens).
 struct AddedToken {
   int32_t id = 0;
-  std::string content;  // plain UTF-8, not byte-level encoded
-  bool special = false;  // skipped by parse_special=false and by decode(skip_special)
-  bool lstrip = false;   // absorbs white space on its left
-  bool rstrip = false;   // absorbs white space on its right
+  std::string content;       // plain UTF-8, not byte-level encoded
+  bool special = false;      // skipped by parse_special=false and by decode(skip_special)
+  bool lstrip = false;       // absorbs white space on its left
+  bool rstrip = false;       // absorbs white space on its right
   bool single_word = false;  // only matches when not touching word characters
   bool normalized = false;   // matched in the NFC-normalised text instead of the raw text
 };

@@ -69,9 +69,11 @@ void Bpe::merge_large(std::string_view piece, std::vector<int32_t>& out) const {
   };
   struct Candidate {
     uint32_t rank;
-    int32_t pos;   // left symbol; symbols keep their initial order, so lower is further left
+    int32_t pos;  // left symbol; symbols keep their initial order, so lower is further left
     int32_t result;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
   };
   thread_local std::vector<Symbol> symbols;
   thread_local std::vector<Candidate> heap;

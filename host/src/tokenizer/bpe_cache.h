@@ -18,7 +18,7 @@ class BpeCache {
 
  private:
   struct Slot {
-    uint64_t hash = 0;  // 0: empty
+    uint64_t hash = 0;    // 0: empty
     uint32_t offset = 0;  // in arena_ (int32 units): the ids, then the piece's bytes
     uint16_t piece_size = 0;
     uint16_t id_count = 0;

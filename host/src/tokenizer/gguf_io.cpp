@@ -12,7 +12,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
   const auto model = file.get_string("tokenizer.ggml.model");
   if (!model) throw Error(where + "no tokenizer (tokenizer.ggml.model is missing)");
   if (*model != "gpt2") {
-    throw Error(where + "tokenizer model '" + *model + "' is not supported (only gpt2 byte-level BPE)");
+    throw Error(where + "tokenizer model '" + *model +
+                "' is not supported (only gpt2 byte-level BPE)");
   }
   TokenizerSpec spec;
   // llama.cpp falls back to the GPT-2 split when no pre-tokenizer is named.
@@ -87,7 +88,8 @@ void Tokenizer::write_gguf(GgufWriter& writer, int32_t padded_vocab_size) const 
   if (s.pre.empty()) {
     throw Error("tokenizer: its pre-tokenizer regex has no GGUF name (qwen35, qwen2, gpt2)");
   }
-  const size_t n = std::max<size_t>(m.bytes.size(), static_cast<size_t>(std::max(padded_vocab_size, 0)));
+  const size_t n =
+      std::max<size_t>(m.bytes.size(), static_cast<size_t>(std::max(padded_vocab_size, 0)));
   std::vector<const AddedToken*> added(n, nullptr);
   for (const AddedToken& t : s.added_tokens) added[t.id] = &t;
 
@@ -112,15 +114,18 @@ void Tokenizer::write_gguf(GgufWriter& writer, int32_t padded_vocab_size) const 
   }
   std::vector<GgufValue> merges;
   merges.reserve(s.merges.size());
-  for (const auto& [left, right] : s.merges) merges.push_back(GgufValue::string(left + " " + right));
+  for (const auto& [left, right] : s.merges)
+    merges.push_back(GgufValue::string(left + " " + right));
 
   writer.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
   writer.set("tokenizer.ggml.pre", GgufValue::string(s.pre));
   writer.set("tokenizer.ggml.tokens", GgufValue::array(GgufType::STRING, std::move(tokens)));
   writer.set("tokenizer.ggml.token_type", GgufValue::array(GgufType::I32, std::move(types)));
   writer.set("tokenizer.ggml.merges", GgufValue::array(GgufType::STRING, std::move(merges)));
-  if (s.bos_id) writer.set("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(*s.bos_id)));
-  if (s.eos_id) writer.set("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(*s.eos_id)));
+  if (s.bos_id)
+    writer.set("tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(*s.bos_id)));
+  if (s.eos_id)
+    writer.set("tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(*s.eos_id)));
   if (s.pad_id) {
     writer.set("tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(*s.pad_id)));
   }

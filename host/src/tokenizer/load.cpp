@@ -11,7 +11,8 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     const auto json_path = path / "tokenizer.json";
-    if (!std::filesystem::exists(json_path)) throw Error(path.string() + ": no tokenizer.json in this folder");
+    if (!std::filesystem::exists(json_path))
+      throw Error(path.string() + ": no tokenizer.json in this folder");
     return from_hf_json(json_path);
   }
   std::ifstream in(path, std::ios::binary);

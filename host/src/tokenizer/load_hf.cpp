@@ -59,7 +59,9 @@ class HfLoader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { throw Error(path_.string() + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(path_.string() + ": " + what);
+  }
 
   void load_model(const json& model, TokenizerSpec& spec) const {
     if (!model.is_object()) fail("no model");
@@ -198,7 +200,8 @@ Tokenizer Tokenizer::from_hf_json(const std::filesystem::path& tokenizer_json) {
     throw Error(tokenizer_json.string() + ": " + e.what());
   } catch (const Error& e) {
     const std::string what = e.what();
-    if (what.starts_with("tokenizer: ")) throw Error(tokenizer_json.string() + ": " + what.substr(11));
+    if (what.starts_with("tokenizer: "))
+      throw Error(tokenizer_json.string() + ": " + what.substr(11));
     throw;
   }
 }

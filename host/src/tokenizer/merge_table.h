@@ -41,7 +41,9 @@ class MergeTable {
   static uint64_t key(int32_t left, int32_t right) {
     return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
   }
-  size_t hash(uint64_t k) const { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_; }
+  size_t hash(uint64_t k) const {
+    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
   Entry& slot(uint64_t k) {
     for (size_t i = hash(k);; i = (i + 1) & mask_) {
       if (slots_[i].key == k || slots_[i].key == kEmpty) return slots_[i];

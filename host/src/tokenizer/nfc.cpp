@@ -38,7 +38,8 @@ class NfcQuickCheck {
           utf8proc_decompose_char(c, decomposed, 8, UTF8PROC_DECOMPOSE, &boundclass);
       if (n == 1 && decomposed[0] == c) continue;
       if (!composes_back(cp)) {
-        if (cp >= kFirstCandidate) set(cp);  // a singleton, an exclusion or a non-starter decomposition
+        if (cp >= kFirstCandidate)
+          set(cp);  // a singleton, an exclusion or a non-starter decomposition
       } else if (n >= 2 && n <= 8) {
         // cp is a primary composite; the last character of its decomposition is the one
         // a composition could join to what comes before it.
@@ -54,8 +55,8 @@ class NfcQuickCheck {
         utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
                      static_cast<utf8proc_ssize_t>(s.size()), &out,
                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    const bool same = n >= 0 && std::string_view(reinterpret_cast<char*>(out),
-                                                 static_cast<size_t>(n)) == s;
+    const bool same =
+        n >= 0 && std::string_view(reinterpret_cast<char*>(out), static_cast<size_t>(n)) == s;
     std::free(out);
     return same;
   }

@@ -12,7 +12,8 @@ struct PreTokenizer::Regex {
   bool jit = false;
   ~Regex() { pcre2_code_free(code); }
 
-  void split(std::string_view text, pcre2_match_data* md, std::vector<std::string_view>& out) const {
+  void split(std::string_view text, pcre2_match_data* md,
+             std::vector<std::string_view>& out) const {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     const size_t n = text.size();
     size_t pos = 0, emitted = 0;
@@ -22,7 +23,9 @@ struct PreTokenizer::Regex {
       const int rc = jit ? pcre2_jit_match(code, subject, n, pos, PCRE2_NO_UTF_CHECK, md, nullptr)
                          : pcre2_match(code, subject, n, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
       if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) throw Error("tokenizer: pre-tokenizer regex failed (PCRE2 error " + std::to_string(rc) + ")");
+      if (rc < 0)
+        throw Error("tokenizer: pre-tokenizer regex failed (PCRE2 error " + std::to_string(rc) +
+                    ")");
       const size_t start = ov[0], end = ov[1];
       if (start > emitted) out.push_back(text.substr(emitted, start - emitted));
       if (end > start) {
@@ -77,7 +80,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
   const size_t first = out.size();
   regexes_[0]->split(text, md.p, out);
   for (size_t r = 1; r < regexes_.size(); ++r) {
-    std::vector<std::string_view> pieces(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    std::vector<std::string_view> pieces(out.begin() + static_cast<std::ptrdiff_t>(first),
+                                         out.end());
     out.resize(first);
     for (std::string_view piece : pieces) regexes_[r]->split(piece, md.p, out);
   }

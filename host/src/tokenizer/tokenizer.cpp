@@ -1,4 +1,4 @@
-// Building the tokenizer from a spec, and encode / decode.
+// Building the tokenizer from a spec, and encoding text.
 #include "hostlm/tokenizer.h"
 
 #include <algorithm>
@@ -53,7 +53,8 @@ Tokenizer::Tokenizer(TokenizerSpec spec) : impl_(std::make_unique<Impl>()) {
   int64_t n = static_cast<int64_t>(s.vocab.size());
   for (const AddedToken& t : s.added_tokens) {
     if (t.id < 0) throw Error("tokenizer: added token '" + t.content + "' has a negative id");
-    if (t.content.empty()) throw Error("tokenizer: added token " + std::to_string(t.id) + " is empty");
+    if (t.content.empty())
+      throw Error("tokenizer: added token " + std::to_string(t.id) + " is empty");
     if (!tok::is_valid_utf8(t.content)) {
       throw Error("tokenizer: added token " + std::to_string(t.id) + " is not valid UTF-8");
     }
@@ -76,8 +77,8 @@ Tokenizer::Tokenizer(TokenizerSpec spec) : impl_(std::make_unique<Impl>()) {
     if (t.normalized && s.nfc) tok::nfc_normalize(std::string(t.content), t.content);
     m.added_ids.emplace(t.content, t.id);
     m.bytes[t.id] = decoded_bytes(t.content);
-    m.types[t.id] = t.special || tok::looks_special(t.content) ? TokenType::Control
-                                                                : TokenType::UserDefined;
+    m.types[t.id] =
+        t.special || tok::looks_special(t.content) ? TokenType::Control : TokenType::UserDefined;
     m.special[t.id] = t.special;
   }
   std::vector<const AddedToken*> raw, normalized;
@@ -174,26 +175,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, EncodeOptions opti
   return ids;
 }
 
-std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
-  const Impl& m = *impl_;
-  std::string bytes;
-  for (int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= m.bytes.size()) continue;
-    if (skip_special && m.special[id]) continue;
-    bytes += m.bytes[id];
-  }
-  std::string text;
-  text.reserve(bytes.size());
-  tok::append_utf8_lossy(bytes, text, true);
-  return text;
-}
-
-const std::string& Tokenizer::token_bytes(int32_t id) const {
-  static const std::string kNone;
-  if (id < 0 || static_cast<size_t>(id) >= impl_->bytes.size()) return kNone;
-  return impl_->bytes[id];
-}
-
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->bytes.size()); }
 
 std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
@@ -216,23 +197,5 @@ std::optional<int32_t> Tokenizer::bos_id() const { return impl_->spec.bos_id; }
 std::optional<int32_t> Tokenizer::eos_id() const { return impl_->spec.eos_id; }
 std::optional<int32_t> Tokenizer::pad_id() const { return impl_->spec.pad_id; }
 const TokenizerSpec& Tokenizer::spec() const { return impl_->spec; }
-
-StreamingDecoder::StreamingDecoder(const Tokenizer& tokenizer, bool skip_special)
-    : tokenizer_(&tokenizer), skip_special_(skip_special) {}
-
-std::string StreamingDecoder::push(int32_t id) {
-  if (skip_special_ && tokenizer_->is_special(id)) return {};
-  pending_ += tokenizer_->token_bytes(id);
-  std::string text;
-  pending_.erase(0, tok::append_utf8_lossy(pending_, text, false));
-  return text;
-}
-
-std::string StreamingDecoder::finish() {
-  std::string text;
-  tok::append_utf8_lossy(pending_, text, true);
-  pending_.clear();
-  return text;
-}
 
 }  // namespace hostlm

@@ -14,9 +14,9 @@ namespace hostlm {
 
 struct Tokenizer::Impl {
   TokenizerSpec spec;
-  std::vector<std::string> bytes;   // per id: what decode emits for it
-  std::vector<TokenType> types;     // per id
-  std::vector<uint8_t> special;     // per id: an added token flagged special
+  std::vector<std::string> bytes;                      // per id: what decode emits for it
+  std::vector<TokenType> types;                        // per id
+  std::vector<uint8_t> special;                        // per id: an added token flagged special
   std::unordered_map<std::string, int32_t> vocab_ids;  // byte-level vocab text -> id
   std::unordered_map<std::string, int32_t> added_ids;  // added token content -> id
   std::optional<tok::PreTokenizer> pre;

@@ -14,7 +14,9 @@ inline char32_t next_code_point(std::string_view s, size_t& i) {
     i += 1;
     return b0;
   }
-  auto cont = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
+  auto cont = [&](size_t k) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F);
+  };
   char32_t cp;
   if (b0 < 0xE0) {
     cp = (char32_t{b0 & 0x1Fu} << 6) | cont(1);

@@ -36,9 +36,9 @@ inline std::vector<int32_t> apply_diff(const std::vector<int32_t>& base, const n
   return out;
 }
 
-inline std::vector<CorpusLine> load_corpus() {
-  std::ifstream in(corpus_path(), std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + corpus_path().string());
+inline std::vector<CorpusLine> load_corpus(const std::filesystem::path& path = corpus_path()) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
   std::vector<CorpusLine> lines;
   std::string row;
   while (std::getline(in, row)) {

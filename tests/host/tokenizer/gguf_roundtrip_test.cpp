@@ -95,7 +95,8 @@ TEST(GgufTokenizer, Qwen3RoundTripOnCorpus) {
     // Special parsing on: both match every added token. (Off, the GGUF has lost HF's
     // "special" flag of <|fim_*|>, which it types CONTROL.)
     if (back.encode(line.text) != line.ids && ++mismatches <= 5) ADD_FAILURE() << line.text;
-    if (back.decode(line.ids) != hf.decode(line.ids) && ++mismatches <= 5) ADD_FAILURE() << line.text;
+    if (back.decode(line.ids) != hf.decode(line.ids) && ++mismatches <= 5)
+      ADD_FAILURE() << line.text;
   }
   EXPECT_EQ(mismatches, 0u);
 }

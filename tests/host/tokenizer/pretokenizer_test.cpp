@@ -1,11 +1,12 @@
 // The pre-tokenizer regexes: the qwen35 pattern lets letters absorb combining marks (and keeps
 // marks out of punctuation runs), unlike the Qwen2/Qwen3 pattern (spec/qwen35.md 5.2).
+#include "tokenizer/pretokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include "hostlm/error.h"
 #include "hostlm/tokenizer.h"
 #include "test_support.h"
-#include "tokenizer/pretokenizer.h"
 
 namespace hostlm::test {
 namespace {

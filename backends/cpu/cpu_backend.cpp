@@ -86,12 +86,22 @@ class CpuBackend final : public Backend {
 
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
     const DotFn dot = dot_kernel(w.type);
+    const DotFn dot_f32 = dot_kernel(DType::F32);
+    const RowToF32Fn to_f32 = row_to_f32_kernel(w.type);
+    // With several tokens a stored row is expanded to float32 once and reused for each
+    // token; a single token (decode) reads the stored row directly.
+    const bool expand = T >= 4 && w.type != DType::F32 && to_f32 != nullptr;
     const auto* base = static_cast<const uint8_t*>(w.data);
-    // Blocks of output rows: each weight row is read once from memory per block of tokens.
     pool_->parallel_for(w.rows, 16, [&](int64_t r0, int64_t r1) {
+      float* row_f32 = expand ? thread_scratch(static_cast<size_t>(w.cols)).data() : nullptr;
       for (int64_t r = r0; r < r1; ++r) {
         const void* row = base + w.row_bytes * r;
-        for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot(row, x + t * w.cols, w.cols);
+        if (expand) {
+          to_f32(row, row_f32, w.cols);
+          for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot_f32(row_f32, x + t * w.cols, w.cols);
+        } else {
+          for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot(row, x + t * w.cols, w.cols);
+        }
       }
     });
   }

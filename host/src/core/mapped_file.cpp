@@ -1,4 +1,4 @@
-#include "safetensors/mapped_file.h"
+#include "core/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 
 #include "hostlm/error.h"
 
-namespace hostlm::safetensors {
+namespace hostlm {
 namespace {
 
 [[noreturn]] void fail(const std::filesystem::path& path, const char* what, int err) {
@@ -49,4 +49,4 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
-}  // namespace hostlm::safetensors
+}  // namespace hostlm

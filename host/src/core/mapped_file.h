@@ -1,9 +1,11 @@
-// Read-only memory mapping of a whole file, released on destruction.
+// Read-only memory mapping of a whole file, released on destruction. Shared by every
+// file-format reader (GGUF, safetensors).
 #pragma once
 #include <cstddef>
 #include <filesystem>
+#include <span>
 
-namespace hostlm::safetensors {
+namespace hostlm {
 
 class MappedFile {
  public:
@@ -15,10 +17,14 @@ class MappedFile {
 
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }
+  // Empty for an empty file (which cannot be mapped).
+  std::span<const unsigned char> bytes() const {
+    return {reinterpret_cast<const unsigned char*>(data_), size_};
+  }
 
  private:
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
 };
 
-}  // namespace hostlm::safetensors
+}  // namespace hostlm

@@ -117,6 +117,8 @@ class Qwen35Model final : public Model {
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     logits_ = backend_.alloc(static_cast<size_t>(kLogitRows * c.n_vocab));
     positions_.resize(static_cast<size_t>(max_batch_));
+    batch_tokens_.resize(static_cast<size_t>(max_batch_));
+    slices_.reserve(static_cast<size_t>(max_batch_));
     info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
                         std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +
                         " Gated DeltaNet), hidden " + std::to_string(H) + ", vocab " +
@@ -146,56 +148,107 @@ class Qwen35Model final : public Model {
     return seq;
   }
 
-  void eval(Sequence& base, std::span<const int32_t> tokens, bool all_logits,
+  int64_t max_batch_tokens() const override { return max_batch_; }
+
+  void eval(Sequence& seq, std::span<const int32_t> tokens, bool all_logits,
             std::span<float> logits) override {
-    auto& seq = dynamic_cast<Qwen35Sequence&>(base);
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t V = info_.n_vocab;
     if (n == 0) throw Error("no tokens to evaluate");
-    if (seq.n_past_ + n > seq.capacity_)
-      throw Error("sequence is full: " + std::to_string(seq.n_past_) + " + " + std::to_string(n) +
-                  " tokens exceed its capacity of " + std::to_string(seq.capacity_));
-    const size_t needed = static_cast<size_t>(all_logits ? n * V : V);
-    if (logits.size() < needed) throw Error("logits buffer too small");
+    if (logits.size() < static_cast<size_t>(all_logits ? n * V : V))
+      throw Error("logits buffer too small");
     for (int64_t begin = 0; begin < n; begin += max_batch_) {
       const int64_t T = std::min(max_batch_, n - begin);
-      forward_batch(seq, tokens.data() + begin, T);
-      if (all_logits) {
-        project_logits(0, T, logits.data() + begin * V);
-      } else if (begin + T == n) {
-        project_logits(T - 1, 1, logits.data());
+      BatchItem item;
+      item.seq = &seq;
+      item.tokens = tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(T));
+      item.all_logits = all_logits;
+      if (all_logits) item.logits = logits.subspan(static_cast<size_t>(begin * V));
+      else if (begin + T == n) item.logits = logits;
+      eval_batch(std::span<const BatchItem>(&item, 1));
+    }
+  }
+
+  void eval_batch(std::span<const BatchItem> items) override {
+    const int64_t V = info_.n_vocab;
+    int64_t total = 0;
+    for (const BatchItem& item : items) {
+      auto& seq = dynamic_cast<Qwen35Sequence&>(*item.seq);
+      const int64_t T = static_cast<int64_t>(item.tokens.size());
+      if (T == 0) throw Error("no tokens to evaluate");
+      if (seq.n_past_ + T > seq.capacity_)
+        throw Error("sequence is full: " + std::to_string(seq.n_past_) + " + " +
+                    std::to_string(T) + " tokens exceed its capacity of " +
+                    std::to_string(seq.capacity_));
+      if (!item.logits.empty() &&
+          item.logits.size() < static_cast<size_t>(item.all_logits ? T * V : V))
+        throw Error("logits buffer too small");
+      total += T;
+    }
+    if (total > max_batch_)
+      throw Error("batch of " + std::to_string(total) + " tokens exceeds the model's limit of " +
+                  std::to_string(max_batch_));
+    // Rows are laid out item after item; tokens and positions are gathered once.
+    int64_t row = 0;
+    for (const BatchItem& item : items) {
+      const auto& seq = static_cast<const Qwen35Sequence&>(*item.seq);
+      for (size_t t = 0; t < item.tokens.size(); ++t) {
+        batch_tokens_[row] = item.tokens[t];
+        positions_[row++] = static_cast<int32_t>(seq.n_past_ + static_cast<int64_t>(t));
       }
+    }
+    forward_batch(items, total);
+    row = 0;
+    for (const BatchItem& item : items) {
+      const int64_t T = static_cast<int64_t>(item.tokens.size());
+      if (!item.logits.empty()) {
+        if (item.all_logits) project_logits(row, T, item.logits.data());
+        else project_logits(row + T - 1, 1, item.logits.data());
+      }
+      row += T;
     }
   }
 
  private:
   static constexpr int64_t kLogitRows = 16;
 
-  // Runs T tokens through the trunk; leaves the final hidden states in hidden_.
-  void forward_batch(Qwen35Sequence& seq, const int32_t* tokens, int64_t T) {
+  // Runs the gathered rows through the trunk; leaves the final hidden states in hidden_.
+  void forward_batch(std::span<const BatchItem> items, int64_t T) {
     const int64_t H = weights_.config().hidden;
     float* h = hidden_->data();
     float* a = normed_->data();
     float* m = mixed_->data();
-    for (int64_t t = 0; t < T; ++t) positions_[t] = static_cast<int32_t>(seq.n_past_ + t);
-    backend_.embed(token_embd_, tokens, T, h);
+    backend_.embed(token_embd_, batch_tokens_.data(), T, h);
     for (const Layer& layer : layers_) {
-      layer.attn_norm.forward(backend_, h, a, T);
-      if (const auto* attn = std::get_if<GatedAttention>(&layer.mixer)) {
-        const modules::KvCacheLayer cache{seq.keys[layer.cache_slot]->data(),
-                                          seq.values[layer.cache_slot]->data()};
-        attn->forward(backend_, *scratch_, a, T, positions_.data(), seq.n_past_, cache, m);
-      } else {
-        const auto& delta = std::get<GatedDeltaNet>(layer.mixer);
-        delta.forward(backend_, *scratch_, a, T, seq.conv_states[layer.cache_slot]->data(),
-                      seq.recurrent_states[layer.cache_slot]->data(), m);
+      slices_.clear();  // capacity kept: no allocation per step
+      int64_t row = 0;
+      for (const BatchItem& item : items) {
+        auto& seq = static_cast<Qwen35Sequence&>(*item.seq);
+        modules::SequenceSlice sl;
+        sl.row = row;
+        sl.T = static_cast<int64_t>(item.tokens.size());
+        sl.n_past = seq.n_past_;
+        if (std::holds_alternative<GatedAttention>(layer.mixer)) {
+          sl.kv = {seq.keys[layer.cache_slot]->data(), seq.values[layer.cache_slot]->data()};
+        } else {
+          sl.conv_state = seq.conv_states[layer.cache_slot]->data();
+          sl.recurrent_state = seq.recurrent_states[layer.cache_slot]->data();
+        }
+        slices_.push_back(sl);
+        row += sl.T;
       }
+      layer.attn_norm.forward(backend_, h, a, T);
+      if (const auto* attn = std::get_if<GatedAttention>(&layer.mixer))
+        attn->forward(backend_, *scratch_, a, T, positions_.data(), slices_, m);
+      else
+        std::get<GatedDeltaNet>(layer.mixer).forward(backend_, *scratch_, a, T, slices_, m);
       backend_.add(h, m, static_cast<size_t>(T * H));
       layer.post_attention_norm.forward(backend_, h, a, T);
       layer.mlp.forward(backend_, *scratch_, a, T, m);
       backend_.add(h, m, static_cast<size_t>(T * H));
     }
-    seq.n_past_ += T;
+    for (const BatchItem& item : items)
+      static_cast<Qwen35Sequence&>(*item.seq).n_past_ += static_cast<int64_t>(item.tokens.size());
   }
 
   // Logits of rows [first, first + count) of the last batch, into host memory.
@@ -218,7 +271,8 @@ class Qwen35Model final : public Model {
   int64_t n_attention_ = 0, n_deltanet_ = 0, max_batch_ = 1;
   std::unique_ptr<modules::Scratch> scratch_;
   std::unique_ptr<Buffer> hidden_, normed_, mixed_, logits_;
-  std::vector<int32_t> positions_;
+  std::vector<int32_t> positions_, batch_tokens_;
+  std::vector<modules::SequenceSlice> slices_;
 };
 
 }  // namespace

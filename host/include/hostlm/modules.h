@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "hostlm/ops.h"
@@ -40,6 +41,15 @@ struct KvCacheLayer {
   float* v = nullptr;
 };
 
+// The rows [row, row + T) of a batch belong to one sequence, which has n_past tokens
+// cached already. A layer reads and updates only the cache or state of its own kind.
+struct SequenceSlice {
+  int64_t row = 0, T = 0, n_past = 0;
+  KvCacheLayer kv;                    // attention layers
+  float* conv_state = nullptr;        // delta-net layers: [(K-1), channels]
+  float* recurrent_state = nullptr;   // delta-net layers: [n_v_heads, dv, dk]
+};
+
 // Multi-head attention with grouped KV heads, per-head q/k RMSNorm, partial NeoX rotary
 // and, when gated, a per-head sigmoid output gate interleaved with the query projection
 // (q_proj rows per head: [query(head_dim) | gate(head_dim)]).
@@ -50,9 +60,10 @@ struct GatedAttention {
   Weight wq, wk, wv, wo;
   RmsNorm q_norm, k_norm;
 
-  // x: [T, hidden]; positions of the T tokens; n_past tokens already in `cache`.
+  // x: [T, hidden] rows of several sequences (slices); positions of the T rows.
+  // Projections run once over all rows; attention runs per sequence on its own cache.
   void forward(Backend& be, Scratch& s, const float* x, int64_t T, const int32_t* positions,
-               int64_t n_past, const KvCacheLayer& cache, float* out) const;
+               std::span<const SequenceSlice> slices, float* out) const;
 };
 
 // Gated DeltaNet linear attention: causal conv1d + SiLU over [q|k|v], L2-normalised q/k,
@@ -70,8 +81,9 @@ struct GatedDeltaNet {
   int64_t conv_channels() const { return 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv; }
   int64_t conv_state_size() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t recurrent_state_size() const { return shape.n_v_heads * shape.dv * shape.dk; }
-  void forward(Backend& be, Scratch& s, const float* x, int64_t T, float* conv_state,
-               float* recurrent_state, float* out) const;
+  // x: [T, hidden] rows of several sequences; conv and delta rule per sequence.
+  void forward(Backend& be, Scratch& s, const float* x, int64_t T,
+               std::span<const SequenceSlice> slices, float* out) const;
 };
 
 // out = W_down (silu(W_gate x) * W_up x)

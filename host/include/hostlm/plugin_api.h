@@ -15,7 +15,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 1
+#define HOSTLM_PLUGIN_ABI_VERSION 2
 
 namespace hostlm {
 
@@ -60,6 +60,22 @@ class Model {
   // all_logits, else only for the last one ([n_vocab]), into host memory.
   virtual void eval(Sequence& seq, std::span<const int32_t> tokens, bool all_logits,
                     std::span<float> logits) = 0;
+
+  // Several sequences in one forward pass (continuous batching): every item appends its
+  // tokens to its own sequence; weights are read once for all of them. Each sequence may
+  // appear once. The default evaluates the items one after the other.
+  struct BatchItem {
+    Sequence* seq = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;
+    std::span<float> logits;  // [T or 1, n_vocab]
+  };
+  virtual void eval_batch(std::span<const BatchItem> items) {
+    for (const BatchItem& item : items) eval(*item.seq, item.tokens, item.all_logits, item.logits);
+  }
+  // Most tokens one forward call takes (eval splits longer inputs; eval_batch callers keep
+  // the total within it).
+  virtual int64_t max_batch_tokens() const { return 512; }
 };
 
 class ArchitecturePlugin {

@@ -15,7 +15,7 @@ Scratch::Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buff
 // Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output. Buffers 4/5 belong to the
 // caller (the residual stream and the normed input).
 void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
-                             const int32_t* positions, int64_t n_past, const KvCacheLayer& cache,
+                             const int32_t* positions, std::span<const SequenceSlice> slices,
                              float* out) const {
   const int64_t q_width = n_head * head_dim * (output_gate ? 2 : 1);
   const int64_t kv_width = n_head_kv * head_dim;
@@ -33,14 +33,22 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.rms_norm(k, head_dim, k, head_dim, T * n_head_kv, head_dim, k_norm.weight.data(), k_norm.eps);
   be.rope_neox(qg, q_width, T, n_head, q_head_stride, rot_dims, positions, rope_theta);
   be.rope_neox(k, kv_width, T, n_head_kv, head_dim, rot_dims, positions, rope_theta);
-  be.copy_rows(cache.k + n_past * kv_width, kv_width, k, kv_width, T, kv_width);
-  be.copy_rows(cache.v + n_past * kv_width, kv_width, v, kv_width, T, kv_width);
+  for (const SequenceSlice& sl : slices) {
+    be.copy_rows(sl.kv.k + sl.n_past * kv_width, kv_width, k + sl.row * kv_width, kv_width, sl.T,
+                 kv_width);
+    be.copy_rows(sl.kv.v + sl.n_past * kv_width, kv_width, v + sl.row * kv_width, kv_width, sl.T,
+                 kv_width);
+  }
   // Queries are read with a per-head stride through a compacted copy.
-  float* q = k;  // k is in the cache now; reuse its scratch for compacted queries
+  float* q = k;  // k is in the caches now; reuse its scratch for compacted queries
   if (s.width() < n_head * head_dim) throw Error("scratch too small for attention queries");
   be.copy_rows(q, head_dim, qg, q_head_stride, T * n_head, head_dim);
-  be.attention(q, static_cast<size_t>(n_head * head_dim), cache.k, cache.v, T, n_past + T,
-               n_head, n_head_kv, head_dim, 1.f / std::sqrt(static_cast<float>(head_dim)), attn);
+  const int64_t q_width_compact = n_head * head_dim;
+  const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+  for (const SequenceSlice& sl : slices)
+    be.attention(q + sl.row * q_width_compact, static_cast<size_t>(q_width_compact), sl.kv.k,
+                 sl.kv.v, sl.T, sl.n_past + sl.T, n_head, n_head_kv, head_dim, scale,
+                 attn + sl.row * q_width_compact);
   if (output_gate) {
     // Gates: the second half of each head's rows in qg; compact them next to the output.
     float* gate = v;
@@ -51,7 +59,7 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
 }
 
 void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
-                            float* conv_state, float* recurrent_state, float* out) const {
+                            std::span<const SequenceSlice> slices, float* out) const {
   const int64_t channels = conv_channels();
   const int64_t value_dim = shape.n_v_heads * shape.dv;
   float* qkv = s.get(0);
@@ -66,9 +74,13 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.matmul(w_z, x, T, z);
   be.matmul(w_alpha, x, T, alpha);
   be.matmul(w_beta, x, T, beta);
-  be.conv1d_silu(qkv, T, channels, conv_kernel, conv_weight.data(), conv_state, conv);
-  be.gated_delta_rule(conv, alpha, beta, a_neg.data(), dt_bias.data(), T, shape, recurrent_state,
-                      core);
+  for (const SequenceSlice& sl : slices) {
+    be.conv1d_silu(qkv + sl.row * channels, sl.T, channels, conv_kernel, conv_weight.data(),
+                   sl.conv_state, conv + sl.row * channels);
+    be.gated_delta_rule(conv + sl.row * channels, alpha + sl.row * shape.n_v_heads,
+                        beta + sl.row * shape.n_v_heads, a_neg.data(), dt_bias.data(), sl.T, shape,
+                        sl.recurrent_state, core + sl.row * value_dim);
+  }
   be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
   be.matmul(w_out, core, T, out);
 }

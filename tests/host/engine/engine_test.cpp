@@ -1,0 +1,165 @@
+// Given a tiny Qwen3.5 model, the engine serves several requests at once with the same
+// results each would get alone, bounds its queue, and cancels cleanly.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "hostlm/engine.h"
+#include "hostlm/model_loader.h"
+
+namespace hostlm {
+namespace {
+
+std::filesystem::path model_dir() {
+  const char* src = std::getenv("HOSTLM_SOURCE_DIR");
+  return std::filesystem::path(src ? src : ".") / "tests/data/models/tiny-tied-f32";
+}
+
+// Greedy generation through the plain single-sequence path: the reference.
+std::vector<int32_t> greedy_alone(Model& model, const std::vector<int32_t>& prompt, int n) {
+  auto seq = model.new_sequence(static_cast<int64_t>(prompt.size()) + n);
+  std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
+  model.eval(*seq, prompt, false, logits);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(t);
+    if (i + 1 < n) model.eval(*seq, std::span<const int32_t>(&t, 1), false, logits);
+  }
+  return out;
+}
+
+GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = n;
+  return r;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  PluginRegistry registry;
+  LoadedModel loaded{registry, model_dir(), [] {
+                       ModelLoadOptions o;
+                       o.max_batch = 64;  // forces prompts to be prefilled in several steps
+                       return o;
+                     }()};
+};
+
+TEST_F(EngineTest, ConcurrentRequestsMatchRunningAlone) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 17, 42, 1999, 5, 5, 300}, {7}, std::vector<int32_t>(150, 33), {100, 200, 300, 400}};
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(greedy_alone(loaded.model(), p, 12));
+
+  EngineOptions options;
+  options.max_sequences = 3;  // the fourth waits in the queue
+  options.prefill_chunk = 40;
+  Engine engine(loaded.model(), options);
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<GenerationResult> results(prompts.size());
+  int done = 0;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    engine.submit(greedy(prompts[i], 12), nullptr, [&, i](const GenerationResult& r) {
+      std::lock_guard<std::mutex> lock(m);
+      results[i] = r;
+      ++done;
+      cv.notify_one();
+    });
+  std::unique_lock<std::mutex> lock(m);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == 4; }));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(results[i].tokens, expected[i]) << "request " << i;
+    EXPECT_EQ(results[i].done_reason, "length");
+    EXPECT_EQ(results[i].prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+  }
+}
+
+TEST_F(EngineTest, StopTokenEndsGeneration) {
+  Engine engine(loaded.model(), {});
+  const auto alone = greedy_alone(loaded.model(), {1, 17, 42, 1999, 5, 5, 300}, 12);
+  auto request = greedy({1, 17, 42, 1999, 5, 5, 300}, 12);
+  request.stop_tokens = {alone[8]};
+  const GenerationResult r = engine.generate(request);
+  EXPECT_EQ(r.done_reason, "stop");
+  const auto first_stop = std::find(alone.begin(), alone.end(), alone[8]) - alone.begin();
+  EXPECT_EQ(r.tokens.size(), static_cast<size_t>(first_stop + 1));
+}
+
+TEST_F(EngineTest, FullQueueIsBusyAndBadRequestsAreErrors) {
+  EngineOptions options;
+  options.max_sequences = 1;
+  options.max_queue = 1;
+  options.context = 256;
+  Engine engine(loaded.model(), options);
+  std::atomic<bool> release{false};
+  std::atomic<int> finished{0};
+  auto hold = [&](int32_t) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;
+  };
+  auto count = [&](const GenerationResult&) { ++finished; };
+  engine.submit(greedy({1, 2, 3}, 4), hold, count);  // runs, held in its callback
+  while (engine.running() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  engine.submit(greedy({1, 2, 3}, 4), nullptr, count);  // waits in the queue
+  EXPECT_THROW(engine.submit(greedy({1, 2, 3}, 4), nullptr, count), EngineBusy);
+  EXPECT_THROW(engine.submit(greedy({}, 4), nullptr, count), Error);
+  EXPECT_THROW(engine.submit(greedy({1, 2}, 1000), nullptr, count), Error);
+  EXPECT_THROW(engine.submit(greedy({1, 99999}, 4), nullptr, count), Error);
+  release = true;
+  while (finished < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST_F(EngineTest, CancelStopsRunningAndQueuedRequests) {
+  EngineOptions options;
+  options.max_sequences = 1;
+  Engine engine(loaded.model(), options);
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::string> reasons;
+  auto record = [&](const GenerationResult& r) {
+    std::lock_guard<std::mutex> lock(m);
+    reasons.push_back(r.done_reason);
+    cv.notify_one();
+  };
+  std::atomic<int> seen{0};
+  const auto running = engine.submit(greedy({1, 2, 3}, 500), [&](int32_t) { ++seen; return true; }, record);
+  const auto queued = engine.submit(greedy({4, 5, 6}, 500), nullptr, record);
+  while (seen < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  engine.cancel(queued);
+  engine.cancel(running);
+  std::unique_lock<std::mutex> lock(m);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return reasons.size() == 2; }));
+  EXPECT_EQ(reasons, (std::vector<std::string>{"cancelled", "cancelled"}));
+}
+
+TEST_F(EngineTest, CallbackReturningFalseCancels) {
+  Engine engine(loaded.model(), {});
+  int calls = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  GenerationResult out;
+  bool done = false;
+  engine.submit(greedy({1, 2, 3}, 100), [&](int32_t) { return ++calls < 3; },
+                [&](const GenerationResult& r) {
+                  std::lock_guard<std::mutex> lock(m);
+                  out = r;
+                  done = true;
+                  cv.notify_one();
+                });
+  std::unique_lock<std::mutex> lock(m);
+  cv.wait(lock, [&] { return done; });
+  EXPECT_EQ(out.done_reason, "cancelled");
+  EXPECT_EQ(out.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace hostlm

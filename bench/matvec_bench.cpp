@@ -6,6 +6,7 @@
 //     HOSTLM_BENCH_THREADS says otherwise.
 //   Dot/<type>/<path>: one thread, one kernel path, 256 rows of 4096 that stay in L2: the
 //     compute ceiling of the kernel.
+//   Dequant/<type>/<path>: one thread, the same rows expanded to float32 (prefill's path).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -45,12 +46,12 @@ const std::vector<TypeInfo>& types() {
 
 // Random weights of `type` with realistic magnitudes (no subnormal or huge scales, which
 // would measure floating-point assists instead of the kernel).
-void fill(const TypeInfo& info, uint8_t* data, size_t bytes, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 0.02f);
+void fill(const TypeInfo& info, uint8_t* data, size_t bytes, uint64_t seed) {
   const auto tr = hostlm::dtype_traits(info.type);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
   if (tr.block_size == 1) {
-    for (size_t i = 0; i < bytes; i += tr.block_bytes) {
+    std::normal_distribution<float> normal(0.f, 0.02f);
+    for (size_t i = 0; i + tr.block_bytes <= bytes; i += tr.block_bytes) {
       const float v = normal(rng);
       if (info.type == DType::F32) {
         std::memcpy(data + i, &v, 4);
@@ -61,9 +62,16 @@ void fill(const TypeInfo& info, uint8_t* data, size_t bytes, uint32_t seed) {
     }
     return;
   }
-  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng());
+  uint64_t state = seed;
+  for (size_t i = 0; i < bytes; i += 8) {  // splitmix64: fast enough for a 768 MiB pool
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(data + i, &z, std::min<size_t>(8, bytes - i));
+  }
   std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
-  for (size_t b = 0; b < bytes; b += tr.block_bytes)
+  for (size_t b = 0; b + tr.block_bytes <= bytes; b += tr.block_bytes)
     for (int off : info.f16_fields) {
       const uint16_t h = hostlm::f32_to_f16(scale(rng));
       std::memcpy(data + b + off, &h, 2);
@@ -81,7 +89,10 @@ void matvec(benchmark::State& state, const TypeInfo& info) {
   const size_t matrix_bytes = *hostlm::dtype_bytes(info.type, kRows * kCols);
   const size_t n_matrices = std::max<size_t>(2, kPoolBytes / matrix_bytes);
   std::vector<uint8_t> pool(n_matrices * matrix_bytes);
-  fill(info, pool.data(), pool.size(), 1);
+  // One random matrix, copied: the copies are distinct memory all the same.
+  fill(info, pool.data(), matrix_bytes, 1);
+  for (size_t m = 1; m < n_matrices; ++m)
+    std::memcpy(pool.data() + m * matrix_bytes, pool.data(), matrix_bytes);
 
   auto backend = hostlm::cpu::make_cpu_backend();
   backend->set_threads(bench_threads());
@@ -129,6 +140,20 @@ void dot(benchmark::State& state, const TypeInfo& info, hostlm::cpu::DotFn fn) {
   state.SetItemsProcessed(state.iterations() * kRows * kCols);
 }
 
+void dequant(benchmark::State& state, const TypeInfo& info, hostlm::cpu::RowToF32Fn fn) {
+  constexpr int64_t kRows = 256, kCols = 4096;
+  const size_t row_bytes = *hostlm::dtype_bytes(info.type, kCols);
+  std::vector<uint8_t> w(kRows * row_bytes);
+  fill(info, w.data(), w.size(), 3);
+  std::vector<float> y(kCols);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r) fn(w.data() + r * row_bytes, y.data(), kCols);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * w.size()));
+  state.SetItemsProcessed(state.iterations() * kRows * kCols);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +178,18 @@ int main(int argc, char** argv) {
       const hostlm::cpu::DotFn fn = p.fn;
       benchmark::RegisterBenchmark(("Dot/" + name + "/" + p.name).c_str(),
                                    [&info, fn](benchmark::State& s) { dot(s, info, fn); })
+          ->Unit(benchmark::kMicrosecond);
+    }
+    using hostlm::cpu::quants::cpu_has_avx2;
+    const hostlm::cpu::RowToF32Fn rows[] = {
+        hostlm::cpu::quants::row_to_f32_scalar(info.type),
+        cpu_has_avx2() ? hostlm::cpu::quants::row_to_f32_avx2(info.type) : nullptr};
+    const char* row_names[] = {"scalar", "avx2"};
+    for (int k = 0; k < 2; ++k) {
+      if (rows[k] == nullptr) continue;
+      const hostlm::cpu::RowToF32Fn fn = rows[k];
+      benchmark::RegisterBenchmark(("Dequant/" + name + "/" + row_names[k]).c_str(),
+                                   [&info, fn](benchmark::State& s) { dequant(s, info, fn); })
           ->Unit(benchmark::kMicrosecond);
     }
   }

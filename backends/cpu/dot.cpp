@@ -115,7 +115,9 @@ DotFn dot_kernel(DType type) {
     case DType::F32: return avx2 ? dot_f32_avx2 : dot_f32_scalar;
     case DType::F16: return avx2 ? dot_f16_avx2 : dot_f16_scalar;
     case DType::BF16: return avx2 ? dot_bf16_avx2 : dot_bf16_scalar;
-    default: return avx2 ? quants::dot_avx2(type) : quants::dot_scalar(type);
+    default:
+      if (DotFn f = avx2 ? quants::dot_avx2(type) : nullptr) return f;
+      return quants::dot_scalar(type);
   }
 }
 
@@ -124,7 +126,9 @@ RowToF32Fn row_to_f32_kernel(DType type) {
     case DType::F32: return row_f32;
     case DType::F16: return row_f16;
     case DType::BF16: return row_bf16;
-    default: return quants::row_to_f32(type);
+    default:
+      if (RowToF32Fn f = has_avx2() ? quants::row_to_f32_avx2(type) : nullptr) return f;
+      return quants::row_to_f32_scalar(type);
   }
 }
 

@@ -1,7 +1,10 @@
 #include "cli_util.h"
 
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include "hostlm/error.h"
 
@@ -36,6 +39,35 @@ ModelLoadOptions BackendFlags::load_options() const {
   o.backend = backend;
   o.threads = threads;
   return o;
+}
+
+nlohmann::ordered_json read_json_file(const std::string& path) {
+  try {
+    if (path == "-") return nlohmann::ordered_json::parse(std::cin);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open");
+    return nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void write_stdout(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    throw Error("cannot write to standard output");
+}
+
+PluginRegistry& plugin_registry() {
+  static PluginRegistry registry;
+  return registry;
+}
+
+std::unique_ptr<ChatFormat> chat_format_for(PluginRegistry& registry, const ModelFiles& files) {
+  auto format = registry.plugin_for(files.architecture).chat_format(files);
+  if (!format)
+    throw Error("the plugin for architecture \"" + files.architecture +
+                "\" has no chat format (use --tokens to give token ids)");
+  return format;
 }
 
 std::string default_model_path() {

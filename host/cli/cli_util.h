@@ -1,11 +1,14 @@
 // Small helpers shared by the subcommands.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "hostlm/chat.h"
 #include "hostlm/model_loader.h"
 
 namespace hostlm::cli {
@@ -20,6 +23,22 @@ struct BackendFlags {
   void add_to(CLI::App& cmd);
   ModelLoadOptions load_options() const;
 };
+
+// A JSON file ("-": standard input), keys kept in the order written; throws hostlm::Error
+// naming the file when it cannot be read or parsed.
+nlohmann::ordered_json read_json_file(const std::string& path);
+
+// Writes exactly `text`; throws hostlm::Error when standard output fails (a closed pipe).
+void write_stdout(std::string_view text);
+
+// The registry every command uses. It lives until the program ends because plugins throw
+// hostlm::Error objects whose code is in the plugin's library: a registry destroyed while
+// one propagates to main() would unload that code under it.
+PluginRegistry& plugin_registry();
+
+// The chat format of the plugin for `files` (which may carry only an architecture name);
+// throws hostlm::Error when the plugin has none.
+std::unique_ptr<ChatFormat> chat_format_for(PluginRegistry& registry, const ModelFiles& files);
 
 // The tiny model shipped with hostlm, used when a command is given no model.
 std::string default_model_path();

@@ -1,4 +1,7 @@
 // `hostlm run [MODEL] --tokens 1,2,3 -n 32 [--temp 0 --seed S]`: generate token ids.
+// `hostlm run [MODEL] --prompt TEXT`: answer one message, streamed as text.
+// `hostlm run [MODEL]`: chat interactively on standard input.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -7,57 +10,143 @@
 #include "commands.h"
 #include "hostlm/error.h"
 #include "hostlm/sampler.h"
+#include "hostlm/tokenizer.h"
+#include "text_chat.h"
 
 namespace hostlm::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, tokens = "1", prompt, system;
+  int n_predict = 32;
+  bool n_predict_given = false;
+  SamplerParams sampling;
+  BackendFlags backend;
+  bool verbose = false;
+  bool think = false, no_think = false, hide_thinking = false;
+  int64_t ctx_size = 4096;
+};
+
+// The token-id form. Outside checks compare its output: keep it exactly as it is.
+void run_tokens(const RunArgs& a) {
+  const std::vector<int32_t> prompt = parse_token_list(a.tokens);
+  const std::string path = a.model.empty() ? default_model_path() : a.model;
+  PluginRegistry& registry = plugin_registry();
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadedModel loaded(registry, path, a.backend.load_options());
+  Model& model = loaded.model();
+  const int64_t V = model.info().n_vocab;
+  std::vector<float> logits(static_cast<size_t>(V));
+  auto seq = model.new_sequence(static_cast<int64_t>(prompt.size()) + a.n_predict);
+  Sampler sampler(a.sampling);
+  const auto t1 = std::chrono::steady_clock::now();
+  model.eval(*seq, prompt, false, logits);
+  const auto t2 = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.n_predict; ++i) {
+    const int32_t next = sampler.sample(logits);
+    std::printf(i ? ",%d" : "%d", next);
+    std::fflush(stdout);
+    if (i + 1 < a.n_predict) model.eval(*seq, std::span<const int32_t>(&next, 1), false, logits);
+  }
+  std::printf("\n");
+  const auto t3 = std::chrono::steady_clock::now();
+  if (a.verbose) {
+    auto ms = [](auto x, auto y) {
+      return std::chrono::duration<double, std::milli>(y - x).count();
+    };
+    std::fprintf(stderr,
+                 "%s\nload %.1f ms, prompt %zu tokens %.1f ms, generated %d tokens %.1f ms (%.1f "
+                 "tokens/s)\n",
+                 model.info().description.c_str(), ms(t0, t1), prompt.size(), ms(t1, t2),
+                 a.n_predict, ms(t2, t3), a.n_predict / (ms(t2, t3) / 1000.0));
+  }
+}
+
+void run_text(const RunArgs& a) {
+  // Checked before the model loads, so a bad value fails fast.
+  const Sampler check(a.sampling);
+  const std::string path = a.model.empty() ? default_model_path() : a.model;
+  // Declared so that destruction runs engine -> format -> model: they run plugin code.
+  PluginRegistry& registry = plugin_registry();
+  LoadedModel loaded(registry, path, a.backend.load_options());
+  const Tokenizer tokenizer = Tokenizer::load(path);
+  const std::unique_ptr<ChatFormat> format = chat_format_for(registry, loaded.files());
+  int64_t context = a.ctx_size;
+  if (const int64_t trained = loaded.model().info().n_ctx_train; trained > 0)
+    context = std::min(context, trained);
+  ChatEngine engine(loaded.model(), tokenizer, *format, context);
+
+  GenerationSettings generation;
+  generation.sampling = a.sampling;
+  generation.num_predict = a.n_predict_given ? a.n_predict : -1;
+  generation.hide_thinking = a.hide_thinking;
+  generation.verbose = a.verbose;
+  const Thinking thinking = a.think      ? Thinking::kOn
+                            : a.no_think ? Thinking::kOff
+                                         : Thinking::kDefault;
+  if (a.prompt.empty()) {
+    run_interactive_chat(engine,
+                         {.generation = generation, .thinking = thinking, .system = a.system});
+    return;
+  }
+  Conversation conversation;
+  if (!a.system.empty()) conversation.messages.push_back(text_message("system", a.system));
+  conversation.messages.push_back(text_message("user", a.prompt));
+  ChatRenderOptions options;
+  options.thinking = thinking;
+  Sampler sampler(a.sampling);
+  engine.respond(conversation, options, generation, sampler);
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
-  struct Args {
-    std::string model, tokens = "1";
-    int n_predict = 32;
-    SamplerParams sampling;
-    BackendFlags backend;
-    bool verbose = false;
-  };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("run", "Generate tokens from a prompt of token ids");
-  cmd->add_option("model", args->model, "GGUF file or Hugging Face folder (default: the tiny built-in model)");
-  cmd->add_option("--tokens", args->tokens, "comma-separated prompt token ids");
-  cmd->add_option("-n,--n-predict", args->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temp", args->sampling.temperature, "temperature (0: greedy)");
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Chat with a model (--prompt, or interactively), or generate from token ids (--tokens)");
+  cmd->add_option("model", args->model,
+                  "GGUF file or Hugging Face folder (default: the tiny built-in model)");
+  CLI::Option* tokens = cmd->add_option("--tokens", args->tokens,
+                                        "comma-separated prompt token ids: print generated ids");
+  CLI::Option* prompt =
+      cmd->add_option("-p,--prompt", args->prompt,
+                      "a message to answer (no --prompt, no --tokens: interactive chat)");
+  prompt->excludes(tokens);
+  cmd->add_option("--system", args->system, "system message")->excludes(tokens);
+  CLI::Option* n = cmd->add_option(
+      "-n,--n-predict,--num-predict", args->n_predict,
+      "most tokens to generate (default: 32 for --tokens, else until the answer ends)");
+  n->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temp,--temperature", args->sampling.temperature, "temperature (0: greedy)");
   cmd->add_option("--top-k", args->sampling.top_k, "top-k (0: off)");
   cmd->add_option("--top-p", args->sampling.top_p, "top-p (1: off)");
+  cmd->add_option("--min-p", args->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--repeat-penalty", args->sampling.repeat_penalty, "repeat penalty (1: off)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat-last-n", args->sampling.repeat_last_n,
+                  "tokens the repeat penalty looks back on")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->sampling.seed, "sampling seed");
-  cmd->add_flag("-v,--verbose", args->verbose, "print timings to stderr");
+  CLI::Option* think = cmd->add_flag("--think", args->think, "think before answering");
+  CLI::Option* no_think = cmd->add_flag("--no-think", args->no_think, "answer without thinking");
+  think->excludes(no_think);
+  think->excludes(tokens);
+  no_think->excludes(tokens);
+  cmd->add_flag("--hide-thinking", args->hide_thinking, "do not print the reasoning")
+      ->excludes(tokens);
+  cmd->add_option("-c,--ctx-size", args->ctx_size,
+                  "context length in tokens for chat (capped by the model's)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(tokens);
+  cmd->add_flag("-v,--verbose", args->verbose, "print prompt ids and timings to stderr");
   args->backend.add_to(*cmd);
-  cmd->callback([args] {
-    const std::vector<int32_t> prompt = parse_token_list(args->tokens);
-    const std::string path = args->model.empty() ? default_model_path() : args->model;
-    PluginRegistry registry;
-    const auto t0 = std::chrono::steady_clock::now();
-    LoadedModel loaded(registry, path, args->backend.load_options());
-    Model& model = loaded.model();
-    const int64_t V = model.info().n_vocab;
-    std::vector<float> logits(static_cast<size_t>(V));
-    auto seq = model.new_sequence(static_cast<int64_t>(prompt.size()) + args->n_predict);
-    Sampler sampler(args->sampling);
-    const auto t1 = std::chrono::steady_clock::now();
-    model.eval(*seq, prompt, false, logits);
-    const auto t2 = std::chrono::steady_clock::now();
-    std::vector<int32_t> generated;
-    for (int i = 0; i < args->n_predict; ++i) {
-      const int32_t next = sampler.sample(logits);
-      generated.push_back(next);
-      std::printf(i ? ",%d" : "%d", next);
-      std::fflush(stdout);
-      if (i + 1 < args->n_predict) model.eval(*seq, std::span<const int32_t>(&next, 1), false, logits);
-    }
-    std::printf("\n");
-    const auto t3 = std::chrono::steady_clock::now();
-    if (args->verbose) {
-      auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-      std::fprintf(stderr, "%s\nload %.1f ms, prompt %zu tokens %.1f ms, generated %d tokens %.1f ms (%.1f tokens/s)\n",
-                   model.info().description.c_str(), ms(t0, t1), prompt.size(), ms(t1, t2),
-                   args->n_predict, ms(t2, t3), args->n_predict / (ms(t2, t3) / 1000.0));
+  cmd->callback([args, tokens, n] {
+    args->n_predict_given = n->count() > 0;
+    if (tokens->count() > 0) {
+      run_tokens(*args);
+    } else {
+      run_text(*args);
     }
   });
 }

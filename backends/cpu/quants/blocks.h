@@ -1,8 +1,12 @@
 // Block layouts of the quantized GGUF types (spec 7.2) and exact scalar decoders of one block.
 //
-// The decoders reproduce gguf.quants.dequantize bit for bit, which fixes the order of every
-// float operation: e.g. Q4_K is (d*sc)*q - (dmin*mn), never d*(sc*q) or a fused multiply-add.
-// The files including this header are built with -ffp-contract=off for that reason.
+// The decoders reproduce gguf.quants.dequantize bit for bit. Every scale product is exact in
+// float32 (an f16 scale has 11 significant bits, the integers it meets at most 14), except
+// Q6_K's d*sc*q which rounds once whatever the association; so only that product and the
+// final add of a min or offset round, and any evaluation order, fused or not, gives the same
+// bits. The decoders still follow the reference's order, (d*sc)*q - dmin*mn, and the files of
+// this folder are built with -ffp-contract=off, so that this never rests on luck.
+//
 // Blocks are read byte-wise (memcpy for multi-byte fields) because GGUF data is only 1-byte
 // aligned inside a row and all fields are little-endian, as on every host we build for.
 #pragma once

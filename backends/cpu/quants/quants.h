@@ -10,14 +10,14 @@ namespace hostlm::cpu::quants {
 
 // Every function below takes n as a whole number of blocks of its type.
 
-// Dequantization bit-identical to gguf.quants.dequantize; nullptr for types not covered
-// (the plain F32/F16/BF16 live in dot.cpp).
-RowToF32Fn row_to_f32(DType type);
-
+// Dequantization bit-identical to gguf.quants.dequantize, on every path; nullptr for types
+// not covered (the plain F32/F16/BF16 live in dot.cpp).
+RowToF32Fn row_to_f32_scalar(DType type);
 // Portable reference: each block is dequantized exactly, then multiplied with x.
 DotFn dot_scalar(DType type);
 
-// Needs AVX2, FMA and F16C at run time (cpu_has_avx2()); nullptr for types not covered.
+// Need AVX2, FMA and F16C at run time (cpu_has_avx2()); nullptr for types not covered.
+RowToF32Fn row_to_f32_avx2(DType type);
 DotFn dot_avx2(DType type);
 bool cpu_has_avx2();
 

@@ -65,7 +65,7 @@ const Entry* find(DType type) {
 
 }  // namespace
 
-RowToF32Fn row_to_f32(DType type) {
+RowToF32Fn row_to_f32_scalar(DType type) {
   const Entry* e = find(type);
   return e ? e->row : nullptr;
 }

@@ -9,6 +9,9 @@ namespace hostlm {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
+  // Defined in libhostlm so the vtable and type info live there, not in each plugin: an
+  // Error thrown by a plugin stays valid after that plugin's library is unloaded.
+  ~Error() override;
 };
 
 }  // namespace hostlm

@@ -98,7 +98,8 @@ class Backend {
                               int64_t rows, int64_t dv, float eps, float* out) = 0;
 };
 
-// The backends compiled into this build: "cpu" always.
+// "cpu" always; "cuda" when libhostlm_cuda.so (built when nvcc was found) loads and a GPU
+// is present, else a hostlm::Error saying why; "auto" (or "") picks cuda when it can, else cpu.
 std::unique_ptr<Backend> create_backend(const std::string& name);
 
 }  // namespace hostlm

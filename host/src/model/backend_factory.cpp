@@ -65,8 +65,10 @@ std::optional<CudaLibrary> load_cuda_library(std::string& why) {
     }
     auto abi = reinterpret_cast<int (*)()>(dlsym(handle, "hostlm_cuda_abi_version"));
     CudaLibrary lib;
-    lib.device_count = reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "hostlm_cuda_device_count"));
-    lib.create = reinterpret_cast<Backend* (*)(char*, size_t)>(dlsym(handle, "hostlm_cuda_create_backend"));
+    lib.device_count =
+        reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "hostlm_cuda_device_count"));
+    lib.create =
+        reinterpret_cast<Backend* (*)(char*, size_t)>(dlsym(handle, "hostlm_cuda_create_backend"));
     if (!abi || !lib.device_count || !lib.create || abi() != HOSTLM_CUDA_ABI_VERSION) {
       why += (why.empty() ? "" : "; ") + path +
              " is not a CUDA backend of this hostlm version (rebuild or reinstall it)";
@@ -105,7 +107,8 @@ std::unique_ptr<Backend> create_backend(const std::string& name) {
   if (name == "cuda" || name == "auto" || name.empty()) {
     std::string why;
     if (std::unique_ptr<Backend> cuda = try_cuda(why)) return cuda;
-    if (name == "cuda") throw Error("backend 'cuda' is not available: " + why + "; use --backend cpu");
+    if (name == "cuda")
+      throw Error("backend 'cuda' is not available: " + why + "; use --backend cpu");
     return cpu::make_cpu_backend();
   }
   throw Error("unknown backend '" + name + "' (known: auto, cpu, cuda)");

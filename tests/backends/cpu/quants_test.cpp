@@ -1,7 +1,8 @@
 // The quantized weight types of the CPU backend against the gguf Python package: reference
 // blocks and their gguf.quants.dequantize output come from make_quant_reference.py
-// (tests/data/quants/). Dequantization must match bit for bit; every dot-product path must
-// match the product of the dequantized row with x to 1e-5 of sum |w_i x_i|.
+// (tests/data/quants/). Dequantization must match bit for bit on every path (scalar, AVX2,
+// the one dispatched); every dot-product path must match the product of the dequantized row
+// with x to 1e-5 of sum |w_i x_i|.
 #include "cpu/quants/quants.h"
 
 #include <gtest/gtest.h>
@@ -100,21 +101,29 @@ TEST_P(QuantTypes, DequantizesBitIdenticalToGguf) {
   ASSERT_EQ(ref.values.size(), ref.n_blocks() * ref.traits.block_size);
   ASSERT_GE(ref.n_blocks(), 30u);
 
-  const RowToF32Fn to_f32 = row_to_f32_kernel(tc.type);
-  ASSERT_NE(to_f32, nullptr);
-  // The whole file as one row, then block by block from a misaligned copy.
-  std::vector<float> got(ref.values.size(), -1.f);
-  to_f32(ref.blocks.data(), got.data(), static_cast<int64_t>(got.size()));
-  EXPECT_EQ(compare_bits(got, ref.values, "row"), 0);
+  struct Path {
+    const char* name;
+    RowToF32Fn fn;
+  };
+  std::vector<Path> paths = {{"scalar", quants::row_to_f32_scalar(tc.type)},
+                             {"dispatched", row_to_f32_kernel(tc.type)}};
+  if (quants::cpu_has_avx2()) paths.push_back({"avx2", quants::row_to_f32_avx2(tc.type)});
+  for (const Path& p : paths) {
+    ASSERT_NE(p.fn, nullptr) << p.name;
+    // The whole file as one row, then block by block from a misaligned copy.
+    std::vector<float> got(ref.values.size(), -1.f);
+    p.fn(ref.blocks.data(), got.data(), static_cast<int64_t>(got.size()));
+    EXPECT_EQ(compare_bits(got, ref.values, std::string(p.name) + " row"), 0);
 
-  std::vector<uint8_t> shifted(ref.traits.block_bytes + 1);
-  std::vector<float> block_out(ref.values.size(), -1.f);
-  for (size_t b = 0; b < ref.n_blocks(); ++b) {
-    std::memcpy(shifted.data() + 1, ref.blocks.data() + b * ref.traits.block_bytes,
-                ref.traits.block_bytes);
-    to_f32(shifted.data() + 1, block_out.data() + b * ref.traits.block_size, ref.traits.block_size);
+    std::vector<uint8_t> shifted(ref.traits.block_bytes + 1);
+    std::vector<float> block_out(ref.values.size(), -1.f);
+    for (size_t b = 0; b < ref.n_blocks(); ++b) {
+      std::memcpy(shifted.data() + 1, ref.blocks.data() + b * ref.traits.block_bytes,
+                  ref.traits.block_bytes);
+      p.fn(shifted.data() + 1, block_out.data() + b * ref.traits.block_size, ref.traits.block_size);
+    }
+    EXPECT_EQ(compare_bits(block_out, ref.values, std::string(p.name) + " block"), 0);
   }
-  EXPECT_EQ(compare_bits(block_out, ref.values, "block"), 0);
 }
 
 // A row of n elements made of reference blocks in a random order, with a matching x whose
@@ -210,28 +219,30 @@ TEST_P(QuantTypes, LoadWeightAndMatmul) {
   EXPECT_EQ(w.type, tc.type);
   EXPECT_EQ(w.row_bytes, static_cast<size_t>(blocks_per_row) * ref.traits.block_bytes);
 
-  const int64_t T = 3;
-  std::vector<float> x(T * cols), y(T * rows), w_row(cols);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  for (float& v : x) v = normal(rng);
-  backend->matmul(w, x.data(), T, y.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    row_to_f32_kernel(tc.type)(data.data() + r * w.row_bytes, w_row.data(), cols);
-    for (int64_t t = 0; t < T; ++t) {
-      double exact = 0.0, magnitude = 0.0;
-      for (int64_t i = 0; i < cols; ++i) {
-        exact += static_cast<double>(w_row[i]) * x[t * cols + i];
-        magnitude += std::fabs(static_cast<double>(w_row[i]) * x[t * cols + i]);
+  // One token reads the stored rows directly; several expand each row to float32 first.
+  for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{6}}) {
+    std::vector<float> x(T * cols), y(T * rows), w_row(cols);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (float& v : x) v = normal(rng);
+    backend->matmul(w, x.data(), T, y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      row_to_f32_kernel(tc.type)(data.data() + r * w.row_bytes, w_row.data(), cols);
+      for (int64_t t = 0; t < T; ++t) {
+        double exact = 0.0, magnitude = 0.0;
+        for (int64_t i = 0; i < cols; ++i) {
+          exact += static_cast<double>(w_row[i]) * x[t * cols + i];
+          magnitude += std::fabs(static_cast<double>(w_row[i]) * x[t * cols + i]);
+        }
+        EXPECT_LE(std::fabs(y[t * rows + r] - exact), 1e-5 * magnitude + 1e-30)
+            << "T " << T << " row " << r << " token " << t;
       }
-      EXPECT_LE(std::fabs(y[t * rows + r] - exact), 1e-5 * magnitude + 1e-30)
-          << "row " << r << " token " << t;
     }
   }
 
   // embed reads whole rows through row_to_f32.
   const int32_t tokens[2] = {4, 1};
-  std::vector<float> e(2 * cols);
+  std::vector<float> e(2 * cols), w_row(cols);
   backend->embed(w, tokens, 2, e.data());
   for (int k = 0; k < 2; ++k) {
     row_to_f32_kernel(tc.type)(data.data() + tokens[k] * w.row_bytes, w_row.data(), cols);

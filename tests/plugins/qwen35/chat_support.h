@@ -59,8 +59,7 @@ struct Qwen35Formats {
 inline Conversation reference_conversation(const nlohmann::ordered_json& reference_case) {
   const auto tools = reference_case.find("tools");
   return conversation_from_json(reference_case.at("messages"),
-                                tools == reference_case.end() ? nlohmann::ordered_json()
-                                                              : *tools,
+                                tools == reference_case.end() ? nlohmann::ordered_json() : *tools,
                                 {.decode_string_arguments = false});
 }
 

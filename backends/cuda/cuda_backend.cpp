@@ -1,0 +1,411 @@
+// The CUDA backend: every op of hostlm/ops.h on one GPU, float32 activations in device
+// memory, F32/F16/BF16 weights uploaded once at load_weight and used in their stored type.
+//
+// Host arrays in the interface. Some ops take small float32 arrays that live on the host
+// (RMSNorm weights, conv weights, a_neg, dt_bias): they are immutable model weights, so each
+// is uploaded on first use and found again by its host address (HostArrayCache). That holds
+// as long as a backend serves the model that owns those arrays, which is how LoadedModel
+// pairs them. Token ids and positions change every call: they go through a pinned staging
+// buffer into a device buffer that only grows, so steady-state decode allocates nothing.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda/cuda_entry.h"
+#include "cuda/kernels.h"
+#include "hostlm/error.h"
+#include "hostlm/ops.h"
+
+namespace hostlm::cuda {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLAS error in ") + what + ": " + cublasGetStatusString(status));
+}
+
+std::string mib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+// cudaMalloc that reports what was asked for and what was free when it fails.
+void* device_alloc(size_t bytes, const std::string& what) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+  if (status == cudaSuccess) return p;
+  (void)cudaGetLastError();  // clear the sticky-free error so later calls are not blamed
+  size_t free_bytes = 0, total_bytes = 0;
+  if (status == cudaErrorMemoryAllocation &&
+      cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    throw Error("CUDA out of memory: " + what + " needs " + mib(bytes) + ", " + mib(free_bytes) +
+                " free of " + mib(total_bytes) + " on the GPU");
+  throw Error("CUDA error allocating " + mib(bytes) + " for " + what + ": " +
+              cudaGetErrorString(status));
+}
+
+class DeviceBuffer final : public Buffer {
+ public:
+  DeviceBuffer(size_t n, cudaStream_t stream)
+      : data_(static_cast<float*>(device_alloc(n * sizeof(float), "an activation buffer"))),
+        size_(n) {
+    // Zeroed like the CPU backend's buffers, in stream order with the ops that use it.
+    check(cudaMemsetAsync(data_, 0, n * sizeof(float), stream), "alloc");
+  }
+  ~DeviceBuffer() override { cudaFree(data_); }
+  float* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  float* data_;
+  size_t size_;
+};
+
+// Device copies of immutable host float arrays, keyed by host address.
+class HostArrayCache {
+ public:
+  ~HostArrayCache() {
+    for (auto& [host, entry] : entries_) cudaFree(entry.device);
+  }
+  const float* get(const float* host, size_t n, cudaStream_t stream) {
+    auto it = entries_.find(host);
+    if (it != entries_.end() && it->second.n >= n) return it->second.device;
+    if (it != entries_.end()) {
+      check(cudaStreamSynchronize(stream), "weight array refresh");
+      cudaFree(it->second.device);
+      entries_.erase(it);
+    }
+    auto* device = static_cast<float*>(device_alloc(n * sizeof(float), "a norm/conv weight array"));
+    check(cudaMemcpy(device, host, n * sizeof(float), cudaMemcpyHostToDevice),
+          "weight array upload");
+    entries_.emplace(host, Entry{device, n});
+    return device;
+  }
+
+ private:
+  struct Entry {
+    float* device;
+    size_t n;
+  };
+  std::unordered_map<const float*, Entry> entries_;
+};
+
+// Small per-call int32 arrays (token ids, positions): pinned host staging, then an async copy
+// into a device buffer that grows only when a call needs more room. Stream order keeps a
+// kernel that reads the device buffer ahead of the next copy into it; the event keeps the host
+// from rewriting the staging buffer before the previous copy has read it.
+class IntStaging {
+ public:
+  ~IntStaging() {
+    if (event_) cudaEventDestroy(event_);
+    cudaFreeHost(host_);
+    cudaFree(device_);
+  }
+  const int32_t* upload(const int32_t* src, size_t n, cudaStream_t stream, bool reuse_same) {
+    if (reuse_same && n == last_.size() && std::equal(src, src + n, last_.begin())) return device_;
+    if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "staging event");
+    if (n > capacity_) {
+      check(cudaStreamSynchronize(stream), "staging growth");
+      cudaFreeHost(host_);
+      cudaFree(device_);
+      host_ = nullptr;
+      device_ = nullptr;
+      capacity_ = std::max<size_t>({n, 2 * capacity_, 256});
+      check(cudaMallocHost(&host_, capacity_ * sizeof(int32_t)), "pinned staging buffer");
+      device_ = static_cast<int32_t*>(device_alloc(capacity_ * sizeof(int32_t), "token staging"));
+    } else {
+      check(cudaEventSynchronize(event_), "staging reuse");
+    }
+    std::memcpy(host_, src, n * sizeof(int32_t));
+    check(cudaMemcpyAsync(device_, host_, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
+          "staging upload");
+    check(cudaEventRecord(event_, stream), "staging event");
+    last_.assign(src, src + n);
+    return device_;
+  }
+
+ private:
+  int32_t* host_ = nullptr;
+  int32_t* device_ = nullptr;
+  size_t capacity_ = 0;
+  cudaEvent_t event_ = nullptr;
+  std::vector<int32_t> last_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream creation");
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  }
+
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
+    for (void* p : weights_) cudaFree(p);
+    cudaFree(dequant_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  void set_threads(int) override {}
+
+  Weight load_weight(const TensorView& view) override {
+    if (view.type != DType::F32 && view.type != DType::F16 && view.type != DType::BF16)
+      throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
+                  ", which the CUDA backend cannot compute with yet");
+    Weight w;
+    w.type = view.type;
+    w.cols = view.cols();
+    w.rows = view.rows();
+    w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, w.rows));
+    void* device = device_alloc(view.nbytes, "tensor '" + view.name + "'");
+    weights_.push_back(device);
+    check(cudaMemcpy(device, view.data, view.nbytes, cudaMemcpyHostToDevice), "weight upload");
+    w.data = device;
+    return w;
+  }
+
+  std::unique_ptr<Buffer> alloc(size_t n) override {
+    return std::make_unique<DeviceBuffer>(n, stream_);
+  }
+  void upload(float* dst, const float* src, size_t n) override {
+    // From pageable memory the copy has read `src` by the time it returns.
+    check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_), "upload");
+  }
+  void download(float* dst, const float* src, size_t n) override {
+    check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "download");
+    check(cudaStreamSynchronize(stream_), "download");
+  }
+  void fill(float* dst, float value, size_t n) override {
+    check(cuda::fill(dst, value, n, stream_), "fill");
+  }
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
+                 int64_t n) override {
+    if (rows == 0 || n == 0) return;
+    check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float),
+                            static_cast<size_t>(n) * sizeof(float), static_cast<size_t>(rows),
+                            cudaMemcpyDeviceToDevice, stream_),
+          "copy_rows");
+  }
+
+  void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
+    for (int64_t t = 0; t < T; ++t)
+      if (tokens[t] < 0 || tokens[t] >= table.rows)
+        throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
+                    std::to_string(table.rows - 1) + ")");
+    if (T == 0) return;
+    const int32_t* device_tokens = tokens_.upload(tokens, static_cast<size_t>(T), stream_, false);
+    check(cuda::embed(table.type, table.data, table.row_bytes, table.cols, device_tokens, T, out,
+                      stream_),
+          "embed");
+  }
+
+  void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
+    if (T <= 0 || w.rows == 0) return;
+    if (T <= kGemvMaxTokens) {
+      check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
+      return;
+    }
+    // Prefill: cuBLAS float32 GEMM, exact float32 like the CPU. 16-bit weights are widened to
+    // float32 in row blocks first: cuBLAS has no 16-bit x float32 product, and rounding the
+    // activations to 16 bits would cost more accuracy than the tests allow.
+    if (w.type == DType::F32) {
+      sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, T, y);
+      return;
+    }
+    const size_t row_f32 = static_cast<size_t>(w.cols) * sizeof(float);
+    const int64_t block_rows = std::clamp<int64_t>(
+        static_cast<int64_t>(kDequantBytes / std::max<size_t>(row_f32, 1)), 1, w.rows);
+    float* scratch = dequant_scratch(static_cast<size_t>(block_rows) * row_f32);
+    for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
+      const int64_t rows = std::min(block_rows, w.rows - r0);
+      check(rows_to_f32(w.type, static_cast<const uint8_t*>(w.data) + w.row_bytes * r0, w.row_bytes,
+                        rows, w.cols, scratch, stream_),
+            "matmul (widen weights)");
+      sgemm(scratch, rows, w.cols, x, T, y + r0, w.rows);
+    }
+  }
+
+  void add(float* x, const float* y, size_t n) override {
+    check(cuda::add(x, y, n, stream_), "add");
+  }
+
+  void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
+                int64_t n, const float* weight, float eps) override {
+    const float* w = host_arrays_.get(weight, static_cast<size_t>(n), stream_);
+    check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_), "rms_norm");
+  }
+
+  void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
+                 int64_t rot_dims, const int32_t* positions, double theta) override {
+    if (T == 0) return;
+    // The q and k rotations of a layer, and every attention layer of a batch, share positions.
+    const int32_t* device_positions =
+        positions_.upload(positions, static_cast<size_t>(T), stream_, true);
+    check(cuda::rope_neox(x, token_stride, T, n_heads, head_stride, rot_dims, device_positions,
+                          theta, stream_),
+          "rope_neox");
+  }
+
+  void attention(const float* q, size_t q_stride, const float* k_cache, const float* v_cache,
+                 int64_t T, int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                 float scale, float* out) override {
+    if (head_dim > kAttentionMaxHeadDim)
+      throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
+                  ", not " + std::to_string(head_dim));
+    check(cuda::attention(q, q_stride, k_cache, v_cache, T, n_kv, n_head, n_head_kv, head_dim,
+                          scale, out, stream_),
+          "attention");
+  }
+
+  void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
+    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_), "mul_sigmoid");
+  }
+
+  void swiglu(const float* gate, const float* up, float* out, size_t n) override {
+    check(cuda::swiglu(gate, up, out, n, stream_), "swiglu");
+  }
+
+  void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
+                   float* conv_state, float* out) override {
+    if (K > kConvMaxKernel)
+      throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
+                  " taps, not " + std::to_string(K));
+    const float* w = host_arrays_.get(weight, static_cast<size_t>(channels * K), stream_);
+    check(cuda::conv1d_silu(x, T, channels, K, w, conv_state, out, stream_), "conv1d_silu");
+  }
+
+  void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
+                        const float* a_neg, const float* dt_bias, int64_t T,
+                        const DeltaRuleShape& sh, float* state, float* out) override {
+    if (sh.dk > kDeltaRuleMaxDk)
+      throw Error("CUDA gated delta rule supports key heads up to " +
+                  std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
+    const float* a = host_arrays_.get(a_neg, static_cast<size_t>(sh.n_v_heads), stream_);
+    const float* dt = host_arrays_.get(dt_bias, static_cast<size_t>(sh.n_v_heads), stream_);
+    check(cuda::gated_delta_rule(qkv, alpha, beta_raw, a, dt, T, sh.n_k_heads, sh.n_v_heads, sh.dk,
+                                 sh.dv, state, out, stream_),
+          "gated_delta_rule");
+  }
+
+  void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
+                      float eps, float* out) override {
+    const float* w = host_arrays_.get(weight, static_cast<size_t>(dv), stream_);
+    check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_), "gated_rms_norm");
+  }
+
+ private:
+  static constexpr size_t kDequantBytes = size_t{64} << 20;
+
+  // y[T, ldy] (first `rows` columns) = x[T, cols] * W^T for row-major float32 W[rows, cols].
+  // In cuBLAS's column-major terms: Y^T = W^T^T * X^T, i.e. op(A) = A^T with A = W as [cols, rows].
+  void sgemm(const float* w, int64_t rows, int64_t cols, const float* x, int64_t T, float* y,
+             int64_t ldy = -1) {
+    const float one = 1.f, zero = 0.f;
+    check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
+                       static_cast<int>(T), static_cast<int>(cols), &one, w, CUDA_R_32F,
+                       static_cast<int>(cols), x, CUDA_R_32F, static_cast<int>(cols), &zero, y,
+                       CUDA_R_32F, static_cast<int>(ldy < 0 ? rows : ldy), CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT),
+          "matmul (cublasGemmEx)");
+  }
+
+  float* dequant_scratch(size_t bytes) {
+    if (bytes > dequant_bytes_) {
+      check(cudaStreamSynchronize(stream_), "matmul scratch growth");
+      cudaFree(dequant_);
+      dequant_ = nullptr;
+      dequant_ = static_cast<float*>(device_alloc(bytes, "the prefill weight scratch"));
+      dequant_bytes_ = bytes;
+    }
+    return dequant_;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<void*> weights_;
+  HostArrayCache host_arrays_;
+  IntStaging tokens_, positions_;
+  float* dequant_ = nullptr;
+  size_t dequant_bytes_ = 0;
+};
+
+void write_error(char* error, size_t size, const std::string& message) {
+  if (error == nullptr || size == 0) return;
+  const size_t n = std::min(size - 1, message.size());
+  std::memcpy(error, message.data(), n);
+  error[n] = '\0';
+}
+
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// Why no device can be used, or "" when at least one can (count in `count`).
+std::string probe(int& count) {
+  count = 0;
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
+    return "no NVIDIA driver found (libcuda.so.1 is not installed or not loadable)";
+  if (driver / 1000 < CUDART_VERSION / 1000)
+    return "the NVIDIA driver supports CUDA " + cuda_version(driver) +
+           ", but this build needs CUDA " + cuda_version(CUDART_VERSION) +
+           " or newer: update the driver";
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0)) {
+    count = 0;
+    return "no CUDA device found (driver for CUDA " + cuda_version(driver) + " is installed)";
+  }
+  if (status != cudaSuccess) {
+    count = 0;
+    return std::string("cannot query CUDA devices: ") + cudaGetErrorString(status);
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace hostlm::cuda
+
+extern "C" {
+
+int hostlm_cuda_abi_version(void) { return HOSTLM_CUDA_ABI_VERSION; }
+
+int hostlm_cuda_device_count(char* error, size_t error_size) {
+  int count = 0;
+  const std::string why = hostlm::cuda::probe(count);
+  if (count > 0) return count;
+  hostlm::cuda::write_error(error, error_size, why);
+  return why.rfind("no CUDA device", 0) == 0 ? 0 : -1;
+}
+
+hostlm::Backend* hostlm_cuda_create_backend(char* error, size_t error_size) {
+  int count = 0;
+  const std::string why = hostlm::cuda::probe(count);
+  if (count == 0) {
+    hostlm::cuda::write_error(error, error_size, why);
+    return nullptr;
+  }
+  try {
+    return new hostlm::cuda::CudaBackend();
+  } catch (const std::exception& e) {
+    hostlm::cuda::write_error(error, error_size, e.what());
+    return nullptr;
+  }
+}
+}

@@ -1,0 +1,72 @@
+// Elementwise ops over flat float32 arrays: fill, add, SwiGLU, sigmoid gate.
+#include "common.cuh"
+#include "kernels.h"
+
+namespace hostlm::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void fill_kernel(float* dst, float value, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
+    dst[i] = value;
+}
+
+__global__ void add_kernel(float* x, const float* y, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
+    x[i] += y[i];
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
+    out[i] = silu(gate[i]) * up[i];
+}
+
+__global__ void mul_sigmoid_kernel(float* x, const float* gate, size_t gate_stride, int64_t T,
+                                   int64_t n) {
+  const size_t total = static_cast<size_t>(T * n);
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
+       i += size_t{gridDim.x} * blockDim.x) {
+    const size_t t = i / n, c = i % n;
+    x[i] *= sigmoid(gate[t * gate_stride + c]);
+  }
+}
+
+// Grid-stride loops: cap the grid so huge arrays do not ask for billions of blocks.
+unsigned grid_for(size_t n) {
+  const size_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65536 ? (blocks == 0 ? 1 : blocks) : 65536);
+}
+
+}  // namespace
+
+cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, value, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
+                        cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(T * n);
+  if (total == 0) return cudaSuccess;
+  mul_sigmoid_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, gate, gate_stride, T, n);
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda

@@ -1,0 +1,134 @@
+// Matrix-vector products for decode: y[T, rows] = x[T, cols] * W^T with T <= 8, reading each
+// weight row once for all T tokens, in its stored type, with float32 accumulation.
+//
+// One warp per output row. The fast path needs cols % 8 == 0 and 16-byte aligned rows and
+// activations: each lane then loads 8 weights (16 or 32 bytes) and 8 activations per step.
+#include <cstdint>
+
+#include "common.cuh"
+#include "kernels.h"
+
+namespace hostlm::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+template <typename Elem>
+struct Load8;
+
+template <>
+struct Load8<F32Elem> {
+  static __device__ __forceinline__ void load(const void* row, int64_t c, float (&w)[8]) {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(row) + c);
+    const float4 a = p[0], b = p[1];
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
+    w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+  }
+};
+
+template <>
+struct Load8<F16Elem> {
+  static __device__ __forceinline__ void load(const void* row, int64_t c, float (&w)[8]) {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const __half*>(row) + c);
+    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+      w[2 * i] = f.x;
+      w[2 * i + 1] = f.y;
+    }
+  }
+};
+
+template <>
+struct Load8<BF16Elem> {
+  static __device__ __forceinline__ void load(const void* row, int64_t c, float (&w)[8]) {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(row) + c);
+    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[2 * i] = __uint_as_float(words[i] << 16);
+      w[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    }
+  }
+};
+
+template <typename Elem, bool kVector>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemv_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x,
+                int T, float* y) {
+  const int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const void* row = w + row_bytes * static_cast<size_t>(r);
+  float acc[kGemvMaxTokens] = {};
+  if constexpr (kVector) {
+    for (int64_t c = lane * 8; c < cols; c += 32 * 8) {
+      float wv[8];
+      Load8<Elem>::load(row, c, wv);
+#pragma unroll
+      for (int t = 0; t < kGemvMaxTokens; ++t) {
+        if (t < T) {
+          const float4* xp = reinterpret_cast<const float4*>(x + t * cols + c);
+          const float4 a = xp[0], b = xp[1];
+          acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x +
+                    wv[5] * b.y + wv[6] * b.z + wv[7] * b.w;
+        }
+      }
+    }
+  } else {
+    for (int64_t c = lane; c < cols; c += 32) {
+      const float wc = Elem::load(row, c);
+#pragma unroll
+      for (int t = 0; t < kGemvMaxTokens; ++t)
+        if (t < T) acc[t] += wc * x[t * cols + c];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kGemvMaxTokens; ++t) {
+    if (t < T) {
+      const float s = warp_sum(acc[t]);
+      if (lane == 0) y[t * rows + r] = s;
+    }
+  }
+}
+
+template <typename Elem>
+void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t T,
+            float* y, cudaStream_t stream) {
+  const bool vector = cols % 8 == 0 && row_bytes % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
+  const auto* base = static_cast<const uint8_t*>(w);
+  if (vector)
+    gemv_kernel<Elem, true><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(base, row_bytes, rows, cols,
+                                                                        x, static_cast<int>(T), y);
+  else
+    gemv_kernel<Elem, false><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+        base, row_bytes, rows, cols, x, static_cast<int>(T), y);
+}
+
+}  // namespace
+
+cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                 const float* x, int64_t T, float* y, cudaStream_t stream) {
+  if (T < 1 || T > kGemvMaxTokens) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  switch (type) {
+    case DType::F32:
+      launch<F32Elem>(w, row_bytes, rows, cols, x, T, y, stream);
+      break;
+    case DType::F16:
+      launch<F16Elem>(w, row_bytes, rows, cols, x, T, y, stream);
+      break;
+    case DType::BF16:
+      launch<BF16Elem>(w, row_bytes, rows, cols, x, T, y, stream);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda

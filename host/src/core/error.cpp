@@ -1,0 +1,7 @@
+#include "hostlm/error.h"
+
+namespace hostlm {
+
+Error::~Error() = default;
+
+}  // namespace hostlm

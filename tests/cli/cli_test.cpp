@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -361,6 +362,67 @@ TEST(Run, FailuresAreClear) {
       {"run " + model + " --prompt hi --repeat-penalty 0", "--repeat-penalty"},
       {"run " + model + " --prompt hi -n -3", "-n"},
       {"run " + model + " --tokens 1,x", "'x' is not a token id"},
+  };
+  for (const Case& c : cases) {
+    const Result r = hostlm(c.args);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+// ---- run --format / --grammar ----------------------------------------------------------------
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+TEST(Run, FormatSchemaAnswersAreValidJson) {
+  const fs::path schema = scratch().write("person.schema.json", R"({"type":"object",
+    "properties":{"name":{"type":"string","maxLength":12},
+    "age":{"type":"integer","minimum":0,"maximum":120}},
+    "required":["name","age"],"additionalProperties":false})");
+  for (int seed = 0; seed < 3; ++seed) {
+    const Result r = hostlm("run " + quoted(tiny_model().string()) +
+                            " --prompt 'a person' --temp 1 -n 200 --seed " +
+                            std::to_string(seed) + " --format " + quoted(schema.string()));
+    ASSERT_EQ(r.status, 0) << r.err;
+    Json j;
+    ASSERT_NO_THROW(j = Json::parse(trimmed(r.out))) << r.out;
+    EXPECT_TRUE(j.at("name").is_string()) << r.out;
+    EXPECT_TRUE(j.at("age").is_number_integer()) << r.out;
+  }
+}
+
+TEST(Run, FormatJsonAndGrammarFile) {
+  const Result json = hostlm("run " + quoted(tiny_model().string()) +
+                             " --prompt hi --temp 0 -n 300 --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  // -n may cut a long object short; what was printed is still the start of one.
+  const size_t first = json.out.find_first_not_of(" \t\r\n");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(json.out[first], '{') << json.out;
+  const fs::path gbnf = scratch().write("yesno.gbnf", "root ::= \"yes\" | \"no\"\n");
+  const Result yes_no = hostlm("run " + quoted(tiny_model().string()) +
+                               " --prompt hi --temp 1 --grammar " + quoted(gbnf.string()));
+  ASSERT_EQ(yes_no.status, 0) << yes_no.err;
+  const std::string answer = trimmed(yes_no.out);
+  EXPECT_TRUE(answer == "yes" || answer == "no") << yes_no.out;
+}
+
+TEST(Run, FormatAndGrammarFailuresAreClear) {
+  const std::string model = quoted(tiny_model().string());
+  const fs::path bad_gbnf = scratch().write("bad.gbnf", "root ::= \"unclosed\n");
+  const fs::path bad_schema = scratch().write("bad.schema.json", R"({"type":"bogus"})");
+  struct Case {
+    std::string args, want;
+  };
+  const std::vector<Case> cases = {
+      {"run " + model + " --prompt hi --format /no/such.schema.json", "/no/such.schema.json"},
+      {"run " + model + " --prompt hi --format " + quoted(bad_schema.string()), "--format"},
+      {"run " + model + " --prompt hi --grammar " + quoted(bad_gbnf.string()), "--grammar"},
+      {"run " + model + " --prompt hi --grammar /no/such.gbnf", "/no/such.gbnf"},
+      {"run " + model + " --tokens 1 --format json", "excludes"},
   };
   for (const Case& c : cases) {
     const Result r = hostlm(c.args);

@@ -29,6 +29,10 @@ struct GenerationRequest {
   SamplerParams sampling;
   int64_t max_tokens = 128;
   std::vector<int32_t> stop_tokens;  // end-of-generation ids: generation ends after one
+  // Keeps the answer inside a grammar (JSON mode, a JSON Schema, GBNF). The grammar
+  // vocabulary's end tokens then also end generation, since the grammar forces one once it
+  // is complete.
+  GrammarConstraint constraint;
 };
 
 struct GenerationResult {

@@ -5,12 +5,22 @@
 // Order, as Ollama applies it: repeat penalty, top-k, temperature + softmax, top-p, min-p.
 // The defaults of min_p and repeat_penalty switch them off, so a sampler made with only the
 // first four fields picks exactly what it did before those two existed.
+//
+// A grammar constraint, when set, keeps the picked tokens inside a grammar (JSON mode, a JSON
+// Schema, GBNF). The sampler first picks as if unconstrained and only when the grammar
+// rejects that token computes the full mask of allowed tokens and picks again among them:
+// inside free text (string contents) the first pick almost always fits, so the mask over the
+// whole vocabulary is rarely needed.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "hostlm/grammar.h"
 
 namespace hostlm {
 
@@ -27,11 +37,25 @@ struct SamplerParams {
   int repeat_last_n = 64;  // 0: off
 };
 
+// A grammar the generated tokens must follow. End tokens (the vocabulary's) are allowed
+// exactly when the grammar can end, and are the only choice once nothing can continue it;
+// the caller stops generating on them.
+struct GrammarConstraint {
+  std::shared_ptr<const Grammar> grammar;  // null: no constraint
+  std::shared_ptr<const GrammarVocab> vocab;
+  // Sampling is free until this token has been picked, so that a thinking model's reasoning
+  // is not held to the answer's grammar: the id of </think>. -1: constrained from the start.
+  int32_t start_after = -1;
+
+  explicit operator bool() const { return grammar != nullptr; }
+};
+
 class Sampler {
  public:
   // Throws hostlm::Error for min_p outside [0, 1], repeat_penalty <= 0 or a negative
-  // repeat_last_n. Temperature <= 0 means greedy.
-  explicit Sampler(const SamplerParams& params);
+  // repeat_last_n, and for a constraint with a grammar but no vocabulary. Temperature <= 0
+  // means greedy.
+  explicit Sampler(const SamplerParams& params, GrammarConstraint constraint = {});
 
   // Also records the returned token as seen, for the repeat penalty.
   int32_t sample(std::span<const float> logits);
@@ -42,12 +66,23 @@ class Sampler {
   // Forgets the seen tokens (a new conversation); the generator keeps its state.
   void clear_history();
 
+  // The grammar starts over (and waits again for start_after): call before each answer.
+  void restart_constraint();
+  const GrammarConstraint& constraint() const { return constraint_; }
+  // Whether the tokens picked since the constraint started form a complete sentence of the
+  // grammar (true without a constraint).
+  bool constraint_can_end() const;
+
   const SamplerParams& params() const { return params_; }
 
  private:
   bool penalizing() const { return params_.repeat_penalty != 1.f && params_.repeat_last_n > 0; }
   // The seen tokens, each once, sorted; in recent_sorted_.
   void unique_recent();
+  // Picks a token without recording it; with a mask, only among the tokens it allows.
+  int32_t pick(std::span<const float> logits, const TokenBitmask* mask);
+  // Feeds `token` to the grammar; false (and nothing changes) when the grammar rejects it.
+  bool grammar_accepts(int32_t token);
 
   SamplerParams params_;
   std::mt19937_64 rng_;
@@ -57,6 +92,10 @@ class Sampler {
   std::vector<int32_t> recent_;   // ring of the last repeat_last_n seen tokens
   std::vector<int32_t> recent_sorted_;
   size_t recent_next_ = 0;  // where the ring writes next
+  GrammarConstraint constraint_;
+  std::optional<GrammarMatcher> matcher_;  // set when constraint_ has a grammar
+  bool constraint_started_ = false;        // start_after has been picked (or is -1)
+  TokenBitmask mask_;                      // reused: the allowed tokens after a rejection
 };
 
 }  // namespace hostlm

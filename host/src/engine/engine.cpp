@@ -109,7 +109,7 @@ struct Engine::Impl {
       try {
         a->seq = model.new_sequence(
             static_cast<int64_t>(a->p.request.prompt.size()) + a->p.request.max_tokens);
-        a->sampler = std::make_unique<Sampler>(a->p.request.sampling);
+        a->sampler = std::make_unique<Sampler>(a->p.request.sampling, a->p.request.constraint);
         a->logits.resize(static_cast<size_t>(model.info().n_vocab));
       } catch (const std::exception& e) {
         a->result.error = e.what();
@@ -167,8 +167,13 @@ struct Engine::Impl {
       a.result.tokens.push_back(token);
       const bool keep_going = !a.p.on_token || a.p.on_token(token);
       const auto& stops = a.p.request.stop_tokens;
+      const auto& constraint = a.p.request.constraint;
+      const bool grammar_end =
+          constraint && std::ranges::find(constraint.vocab->end_tokens(), token) !=
+                            constraint.vocab->end_tokens().end();
       if (!keep_going) finish(a, "cancelled");
-      else if (std::find(stops.begin(), stops.end(), token) != stops.end()) finish(a, "stop");
+      else if (grammar_end || std::find(stops.begin(), stops.end(), token) != stops.end())
+        finish(a, "stop");
       else if (static_cast<int64_t>(a.result.tokens.size()) >= a.p.request.max_tokens) finish(a, "length");
       else a.next_input = token;
     }

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "hostlm/error.h"
 
 namespace hostlm {
 
-Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+Sampler::Sampler(const SamplerParams& params, GrammarConstraint constraint)
+    : params_(params), rng_(params.seed), constraint_(std::move(constraint)) {
   if (!(params.min_p >= 0.f && params.min_p <= 1.f))
     throw Error("min_p must be between 0 and 1, not " + std::to_string(params.min_p));
   if (!(params.repeat_penalty > 0.f))
@@ -17,6 +19,24 @@ Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.see
     throw Error("repeat_last_n must not be negative, not " + std::to_string(params.repeat_last_n));
   recent_.reserve(static_cast<size_t>(params.repeat_last_n));
   recent_sorted_.reserve(static_cast<size_t>(params.repeat_last_n));
+  if (constraint_.grammar) {
+    if (!constraint_.vocab) throw Error("a grammar constraint needs the grammar vocabulary");
+    matcher_.emplace(*constraint_.grammar, constraint_.vocab);
+    constraint_started_ = constraint_.start_after < 0;
+  }
+}
+
+void Sampler::restart_constraint() {
+  if (!matcher_) return;
+  matcher_->reset();
+  constraint_started_ = constraint_.start_after < 0;
+}
+
+bool Sampler::constraint_can_end() const { return !matcher_ || matcher_->can_end(); }
+
+bool Sampler::grammar_accepts(int32_t token) {
+  // Ids past the tokenizer's vocabulary (padding rows of the output matrix) have no bytes.
+  return token >= 0 && token < constraint_.vocab->size() && matcher_->accept_token(token);
 }
 
 void Sampler::accept(int32_t token) {
@@ -49,15 +69,37 @@ void Sampler::unique_recent() {
                        recent_sorted_.end());
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  const int32_t n = static_cast<int32_t>(logits.size());
+int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
+  const int32_t n = mask ? std::min(static_cast<int32_t>(logits.size()), mask->size)
+                         : static_cast<int32_t>(logits.size());
   const bool penalize = penalizing() && !recent_.empty();
   if (penalize) unique_recent();
   auto penalized = [this](float logit) {
     return logit > 0.f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
   };
   int32_t picked = 0;
-  if (params_.temperature <= 0.f) {
+  if (mask) {
+    // Only the allowed tokens become candidates, so the rest cannot be picked even by
+    // rounding in the draw below. The penalty is looked up per candidate.
+    auto score = [&](int32_t i) {
+      const bool seen =
+          penalize && std::binary_search(recent_sorted_.begin(), recent_sorted_.end(), i);
+      return seen ? penalized(logits[i]) : logits[i];
+    };
+    if (params_.temperature <= 0.f) {
+      picked = -1;
+      float best = 0.f;
+      for (int32_t i = 0; i < n; ++i)
+        if (mask->test(i) && (picked < 0 || score(i) > best)) {
+          picked = i;
+          best = score(i);
+        }
+      return picked;
+    }
+    candidates_.clear();
+    for (int32_t i = 0; i < n; ++i)
+      if (mask->test(i)) candidates_.emplace_back(score(i), i);
+  } else if (params_.temperature <= 0.f) {
     std::span<const float> scores = logits;
     if (penalize) {
       penalized_.assign(logits.begin(), logits.end());
@@ -65,16 +107,16 @@ int32_t Sampler::sample(std::span<const float> logits) {
         if (t >= 0 && t < n) penalized_[t] = penalized(penalized_[t]);
       scores = penalized_;
     }
-    picked = static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
-    accept(picked);
-    return picked;
+    return static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+  } else {
+    candidates_.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) candidates_[i] = {logits[i], i};
+    if (penalize) {
+      for (int32_t t : recent_sorted_)
+        if (t >= 0 && t < n) candidates_[t].first = penalized(candidates_[t].first);
+    }
   }
-  candidates_.resize(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) candidates_[i] = {logits[i], i};
-  if (penalize) {
-    for (int32_t t : recent_sorted_)
-      if (t >= 0 && t < n) candidates_[t].first = penalized(candidates_[t].first);
-  }
+  if (candidates_.empty()) return -1;
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
@@ -122,6 +164,26 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (r <= 0.0) {
       picked = candidates_[i].second;
       break;
+    }
+  }
+  return picked;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  int32_t picked = pick(logits, nullptr);
+  if (matcher_ && !constraint_started_) {
+    constraint_started_ = picked == constraint_.start_after;
+  } else if (matcher_ && !grammar_accepts(picked)) {
+    matcher_->allowed_tokens(mask_);
+    picked = pick(logits, &mask_);
+    if (picked < 0) {
+      // Nothing in the vocabulary continues the grammar (a grammar needing text no token
+      // spells): end the answer rather than break the grammar.
+      if (constraint_.vocab->end_tokens().empty())
+        throw Error("the grammar allows no token and the vocabulary has no end token");
+      picked = constraint_.vocab->end_tokens().front();
+    } else {
+      grammar_accepts(picked);
     }
   }
   accept(picked);

@@ -1,0 +1,13 @@
+/* Compiled as C (not C++) into test_capi: proves hostlm.h is valid C and callable from it. */
+#include "hostlm.h"
+
+int hostlm_capi_c_smoke(void);
+
+int hostlm_capi_c_smoke(void) {
+  hostlm_model_params mp = hostlm_model_default_params();
+  hostlm_generate_params gp = hostlm_generate_default_params();
+  hostlm_generation_stats stats = {0, 0, 0, 0.0, 0.0};
+  (void)stats;
+  if (mp.context <= 0 || gp.max_tokens != -1 || gp.messages_json != NULL) return -1;
+  return hostlm_c_api_version();
+}

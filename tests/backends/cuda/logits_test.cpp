@@ -13,6 +13,7 @@
 namespace hostlm {
 namespace {
 
+using testing::all_logits;
 using testing::load_reference;
 using testing::max_relative_error;
 using testing::ReferenceModel;
@@ -27,13 +28,6 @@ ModelLoadOptions on(const std::string& backend, int64_t max_batch = 256) {
   o.backend = backend;
   o.max_batch = max_batch;
   return o;
-}
-
-std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens) {
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.info().n_vocab));
-  auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
-  model.eval(*seq, tokens, true, logits);
-  return logits;
 }
 
 double max_abs(const std::vector<float>& v) {

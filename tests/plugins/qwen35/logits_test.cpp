@@ -15,6 +15,7 @@
 namespace hostlm {
 namespace {
 
+using testing::all_logits;
 using testing::load_reference;
 using testing::max_relative_error;
 using testing::ReferenceModel;
@@ -24,13 +25,6 @@ using testing::ReferenceModel;
 constexpr double kTolerance = 1e-4;
 
 const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16"};
-
-std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens) {
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.info().n_vocab));
-  auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
-  model.eval(*seq, tokens, true, logits);
-  return logits;
-}
 
 void expect_matches_reference(Model& model, const ReferenceModel& ref, const std::string& what) {
   ASSERT_EQ(model.info().n_vocab, ref.vocab);

@@ -41,6 +41,13 @@ ReferenceModel load_reference(const std::string& name) {
   return m;
 }
 
+std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens) {
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.info().n_vocab));
+  auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
+  model.eval(*seq, tokens, true, logits);
+  return logits;
+}
+
 double max_relative_error(const ReferenceSequence& ref, const std::vector<float>& all_logits,
                           int64_t vocab) {
   double worst = 0.0;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "hostlm/plugin_api.h"
+
 namespace hostlm::testing {
 
 struct ReferenceSequence {
@@ -25,6 +27,9 @@ struct ReferenceModel {
 
 std::filesystem::path source_dir();
 ReferenceModel load_reference(const std::string& model_name);
+
+// Logits of every position of `tokens` evaluated as one prompt in a fresh sequence.
+std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens);
 
 // Largest |a - b| over the stored positions, divided by the reference logit std.
 double max_relative_error(const ReferenceSequence& ref, const std::vector<float>& all_logits,

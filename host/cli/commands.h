@@ -12,5 +12,6 @@ void add_run_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);  // tokenize and detokenize
 void add_render_chat_command(CLI::App& app);
+void add_version_command(CLI::App& app);
 
 }  // namespace hostlm::cli

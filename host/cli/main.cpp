@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   hostlm::cli::add_convert_command(app);
   hostlm::cli::add_tokenize_commands(app);
   hostlm::cli::add_render_chat_command(app);
+  hostlm::cli::add_version_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -433,3 +433,20 @@ TEST(Run, FormatAndGrammarFailuresAreClear) {
 
 }  // namespace
 }  // namespace hostlm
+
+namespace hostlm {
+namespace {
+
+TEST(Version, NamesVersionCommitAndBackends) {
+  const Result r = hostlm("version --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("version").get<std::string>().empty());
+  EXPECT_FALSE(j.at("commit").get<std::string>().empty());
+  EXPECT_EQ(j.at("backends").at("cpu"), "available");
+  // Without a GPU the CUDA entry must say why it cannot be used.
+  EXPECT_TRUE(j.at("backends").contains("cuda"));
+}
+
+}  // namespace
+}  // namespace hostlm

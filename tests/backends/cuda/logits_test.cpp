@@ -75,18 +75,8 @@ TEST_P(CudaQwen35, GreedyGenerationMatchesTransformers) {
   const ReferenceModel ref = load_reference(GetParam());
   PluginRegistry registry;
   LoadedModel loaded(registry, ref.folder, on("cuda"));
-  Model& model = loaded.model();
-  std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
-  auto seq = model.new_sequence(64);
-  model.eval(*seq, ref.greedy_prompt, false, logits);
-  std::vector<int32_t> generated;
-  for (size_t i = 0; i < ref.greedy_generated.size(); ++i) {
-    const int32_t next =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    generated.push_back(next);
-    model.eval(*seq, std::span<const int32_t>(&next, 1), false, logits);
-  }
-  EXPECT_EQ(generated, ref.greedy_generated);
+  EXPECT_EQ(testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
+            ref.greedy_generated);
 }
 
 // One call (cuBLAS prefill), uneven chunks and single tokens (GEMV decode) must agree: the

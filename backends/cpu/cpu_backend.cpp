@@ -2,25 +2,38 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
 #include "cpu/dot.h"
+#include "cpu/paged_kv.h"
+#include "cpu/quants/qgemm.h"
 #include "cpu/thread_pool.h"
 #include "hostlm/error.h"
 
 namespace hostlm::cpu {
 namespace {
 
+// Zeroed by calloc, so the operating system hands out pages only when they are first
+// touched: a KV page pool sized for a long context costs nothing until it fills.
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(size_t n) : data_(n, 0.f) {}
-  float* data() override { return data_.data(); }
-  size_t size() const override { return data_.size(); }
+  explicit HostBuffer(size_t n)
+      : data_(static_cast<float*>(std::calloc(std::max<size_t>(n, 1), sizeof(float)))), size_(n) {
+    if (!data_) throw std::bad_alloc();
+  }
+  ~HostBuffer() override { std::free(data_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  float* data() override { return data_; }
+  size_t size() const override { return size_; }
 
  private:
-  std::vector<float> data_;
+  float* data_;
+  size_t size_;
 };
 
 inline float silu(float x) { return x / (1.f + std::exp(-x)); }
@@ -85,6 +98,10 @@ class CpuBackend final : public Backend {
   }
 
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
+    if (const quants::QGemm* k = quants::qgemm_best(w.type)) {
+      matmul_quantized(*k, w, x, T, y);
+      return;
+    }
     const DotFn dot = dot_kernel(w.type);
     const DotFn dot_f32 = dot_kernel(DType::F32);
     const RowToF32Fn to_f32 = row_to_f32_kernel(w.type);
@@ -103,6 +120,41 @@ class CpuBackend final : public Backend {
           for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot(row, x + t * w.cols, w.cols);
         }
       }
+    });
+  }
+
+  // Block-quantized weights: the activations are quantized to 8 bits once per call (into a
+  // buffer that grows to the largest batch and is then reused), then every thread runs the
+  // integer kernel over its share of the rows for all tokens. Batches of 8 or more tokens
+  // use the packed form (8 tokens interleaved) where the instruction set has one.
+  void matmul_quantized(const quants::QGemm& k, const Weight& w, const float* x, int64_t T,
+                        float* y) {
+    const int64_t n_blocks = w.cols / dtype_traits(w.type).block_size;
+    const auto* base = static_cast<const uint8_t*>(w.data);
+    const auto rows_stride = static_cast<size_t>(w.rows);
+    if (k.gemm_packed != nullptr && T >= quants::kPackTokens) {
+      const int64_t n_groups = (T + quants::kPackTokens - 1) / quants::kPackTokens;
+      const size_t group_bytes = quants::packed_group_bytes(k.act, w.cols);
+      if (act_.size() < group_bytes * static_cast<size_t>(n_groups)) act_.resize(group_bytes * static_cast<size_t>(n_groups));
+      uint8_t* packed = act_.data();
+      pool_->parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1) {
+        quants::pack_acts(k.act, x, w.cols, T, g0 * quants::kPackTokens,
+                          std::min(T, g1 * quants::kPackTokens), packed);
+      });
+      pool_->parallel_for(w.rows, 16, [&](int64_t r0, int64_t r1) {
+        k.gemm_packed(base + w.row_bytes * r0, w.row_bytes, r1 - r0, packed, T, n_blocks, y + r0, rows_stride);
+      });
+      return;
+    }
+    const size_t act_stride = quants::act_row_bytes(k.act, w.cols);
+    if (act_.size() < act_stride * static_cast<size_t>(T)) act_.resize(act_stride * static_cast<size_t>(T));
+    uint8_t* act = act_.data();
+    pool_->parallel_for(T, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        quants::quantize_act_row(k.act, x + t * w.cols, act + t * act_stride, w.cols);
+    });
+    pool_->parallel_for(w.rows, 8, [&](int64_t r0, int64_t r1) {
+      k.gemm(base + w.row_bytes * r0, w.row_bytes, r1 - r0, act, act_stride, T, n_blocks, y + r0, rows_stride);
     });
   }
 
@@ -146,40 +198,13 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void attention(const float* q, size_t q_stride, const float* k_cache, const float* v_cache,
-                 int64_t T, int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                 float scale, float* out) override {
-    const int64_t group = n_head / n_head_kv;
-    const int64_t kv_stride = n_head_kv * head_dim;
-    const int64_t first = n_kv - T;
-    pool_->parallel_for(T * n_head, 1, [&](int64_t i0, int64_t i1) {
-      std::vector<float>& scores = thread_scratch(static_cast<size_t>(n_kv));
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t t = i / n_head, h = i % n_head, kvh = h / group;
-        const float* qv = q + t * q_stride + h * head_dim;
-        const int64_t visible = first + t + 1;
-        float max_score = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* kv = k_cache + j * kv_stride + kvh * head_dim;
-          float s = 0.f;
-          for (int64_t d = 0; d < head_dim; ++d) s += qv[d] * kv[d];
-          scores[j] = s * scale;
-          max_score = std::max(max_score, scores[j]);
-        }
-        float denom = 0.f;
-        for (int64_t j = 0; j < visible; ++j) {
-          scores[j] = std::exp(scores[j] - max_score);
-          denom += scores[j];
-        }
-        float* o = out + t * n_head * head_dim + h * head_dim;
-        std::fill(o, o + head_dim, 0.f);
-        for (int64_t j = 0; j < visible; ++j) {
-          const float p = scores[j] / denom;
-          const float* vv = v_cache + j * kv_stride + kvh * head_dim;
-          for (int64_t d = 0; d < head_dim; ++d) o[d] += p * vv[d];
-        }
-      }
-    });
+  void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
+    cpu::kv_store(seqs, k, v);
+  }
+
+  void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
+                       int64_t n_head, float scale, float* out) override {
+    cpu::paged_attention(*pool_, seqs, q, q_stride, n_head, scale, out);
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
@@ -287,6 +312,7 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<ThreadPool> pool_;
+  std::vector<uint8_t> act_;  // quantized activations of the current matmul
 };
 
 }  // namespace

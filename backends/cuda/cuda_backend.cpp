@@ -1,5 +1,6 @@
 // The CUDA backend: every op of hostlm/ops.h on one GPU, float32 activations in device
-// memory, F32/F16/BF16 weights uploaded once at load_weight and used in their stored type.
+// memory, F32/F16/BF16 weights uploaded once at load_weight and used in their stored type;
+// quantized GGUF weights stay quantized (quants/quant_matmul.h).
 //
 // Host arrays in the interface. Some ops take small float32 arrays that live on the host
 // (RMSNorm weights, conv weights, a_neg, dt_bias): they are immutable model weights, so each
@@ -13,12 +14,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "cuda/cuda_entry.h"
 #include "cuda/kernels.h"
+#include "cuda/paged_batch.h"
+#include "cuda/quants/quant_matmul.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
@@ -151,12 +155,14 @@ class CudaBackend final : public Backend {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream creation");
     check(cublasCreate(&cublas_), "cublasCreate");
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    quant_ = std::make_unique<quants::QuantMatmul>(stream_, cublas_, device_alloc);
   }
 
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
     for (void* p : weights_) cudaFree(p);
     cudaFree(dequant_);
+    cudaFree(attention_scratch_);
     cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);
   }
@@ -165,9 +171,11 @@ class CudaBackend final : public Backend {
   void set_threads(int) override {}
 
   Weight load_weight(const TensorView& view) override {
+    if (quants::QuantMatmul::supports(view.type)) return quant_->load(view);
     if (view.type != DType::F32 && view.type != DType::F16 && view.type != DType::BF16)
       throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
-                  ", which the CUDA backend cannot compute with yet");
+                  ", which the CUDA backend cannot compute with (it takes f32, f16, bf16, q4_0, "
+                  "q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs)");
     Weight w;
     w.type = view.type;
     w.cols = view.cols();
@@ -211,6 +219,8 @@ class CudaBackend final : public Backend {
                     std::to_string(table.rows - 1) + ")");
     if (T == 0) return;
     const int32_t* device_tokens = tokens_.upload(tokens, static_cast<size_t>(T), stream_, false);
+    if (quants::QuantMatmul::supports(table.type))
+      return quant_->embed(table, device_tokens, T, out);
     check(cuda::embed(table.type, table.data, table.row_bytes, table.cols, device_tokens, T, out,
                       stream_),
           "embed");
@@ -218,6 +228,7 @@ class CudaBackend final : public Backend {
 
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
     if (T <= 0 || w.rows == 0) return;
+    if (quants::QuantMatmul::supports(w.type)) return quant_->matmul(w, x, T, y);
     if (T <= kGemvMaxTokens) {
       check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
       return;
@@ -263,15 +274,21 @@ class CudaBackend final : public Backend {
           "rope_neox");
   }
 
-  void attention(const float* q, size_t q_stride, const float* k_cache, const float* v_cache,
-                 int64_t T, int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                 float scale, float* out) override {
-    if (head_dim > kAttentionMaxHeadDim)
+  void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
+    if (seqs.empty()) return;
+    check(cuda::kv_store(paged_.upload(seqs, stream_), k, v, stream_), "kv_store");
+  }
+
+  void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
+                       int64_t n_head, float scale, float* out) override {
+    if (seqs.empty()) return;
+    if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
       throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
-                  ", not " + std::to_string(head_dim));
-    check(cuda::attention(q, q_stride, k_cache, v_cache, T, n_kv, n_head, n_head_kv, head_dim,
-                          scale, out, stream_),
-          "attention");
+                  ", not " + std::to_string(seqs[0].kv.head_dim));
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_);
+    float* scratch = attention_scratch(cuda::paged_attention_scratch(batch, n_head));
+    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
+          "paged_attention");
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
@@ -326,6 +343,19 @@ class CudaBackend final : public Backend {
           "matmul (cublasGemmEx)");
   }
 
+  // Partial results of attention split over keys (long contexts, few rows); grows only.
+  float* attention_scratch(size_t floats) {
+    if (floats > attention_scratch_floats_) {
+      check(cudaStreamSynchronize(stream_), "attention scratch growth");
+      cudaFree(attention_scratch_);
+      attention_scratch_ = nullptr;
+      attention_scratch_ = static_cast<float*>(
+          device_alloc(floats * sizeof(float), "the attention scratch"));
+      attention_scratch_floats_ = floats;
+    }
+    return attention_scratch_;
+  }
+
   float* dequant_scratch(size_t bytes) {
     if (bytes > dequant_bytes_) {
       check(cudaStreamSynchronize(stream_), "matmul scratch growth");
@@ -342,8 +372,12 @@ class CudaBackend final : public Backend {
   std::vector<void*> weights_;
   HostArrayCache host_arrays_;
   IntStaging tokens_, positions_;
+  PagedBatchUpload paged_;  // page tables of the current batch, on the device
+  float* attention_scratch_ = nullptr;
+  size_t attention_scratch_floats_ = 0;
   float* dequant_ = nullptr;
   size_t dequant_bytes_ = 0;
+  std::unique_ptr<quants::QuantMatmul> quant_;  // quantized weights and their scratch
 };
 
 void write_error(char* error, size_t size, const std::string& message) {

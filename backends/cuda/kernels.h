@@ -40,11 +40,34 @@ cudaError_t rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
                       int64_t rot_dims, const int32_t* positions, double theta,
                       cudaStream_t stream);
 
-// attention.cu
+// paged_attention.cu: the paged-KV ops over a batch of sequences that share one page type and
+// shape. Device arrays: descs[n_seq]; row_to_seq[rows] (-1: a row of no sequence); pages, the
+// sequences' page tables one after another. Storage of sequence s: k + descs[s].k_offset.
 constexpr int64_t kAttentionMaxHeadDim = 512;
-cudaError_t attention(const float* q, size_t q_stride, const float* k_cache, const float* v_cache,
-                      int64_t T, int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                      float scale, float* out, cudaStream_t stream);
+struct PagedSeqDesc {
+  int64_t k_offset, v_offset;  // bytes from PagedBatch::k / v
+  int64_t row, T, n_past;
+  int32_t page_offset;  // its first entry in PagedBatch::pages
+  int32_t unused;
+};
+struct PagedBatch {
+  DType type;
+  int64_t n_head_kv, head_dim;
+  size_t page_bytes, row_bytes;
+  char* k;
+  char* v;
+  const PagedSeqDesc* descs;
+  const int32_t* row_to_seq;
+  const int32_t* pages;
+  int64_t n_seq, rows;
+  int64_t max_kv;  // most cached tokens any row attends to
+};
+cudaError_t kv_store(const PagedBatch& batch, const float* k, const float* v, cudaStream_t stream);
+// Floats of device scratch paged_attention needs for this batch (0: none).
+size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head);
+cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
+                            int64_t n_head, float scale, float* out, float* scratch,
+                            cudaStream_t stream);
 
 // conv1d.cu
 constexpr int64_t kConvMaxKernel = 8;

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "hostlm/error.h"
+#include "registry/layout.h"
 
 namespace hostlm::cli {
 
@@ -71,9 +72,12 @@ std::unique_ptr<ChatFormat> chat_format_for(PluginRegistry& registry, const Mode
 }
 
 std::string default_model_path() {
-  // Installed next to the binary first, then the source tree this build came from.
-  if (const char* env = std::getenv("HOSTLM_DEFAULT_MODEL")) return env;
-  return HOSTLM_DEFAULT_MODEL_DIR;
+  if (const char* env = std::getenv("HOSTLM_DEFAULT_MODEL"); env && *env) return env;
+  // Only a build tree knows its sources (through its marker file); an installed hostlm has
+  // no model of its own and no source path compiled in.
+  if (auto tree = registry::build_tree(); tree && !tree->source_dir.empty())
+    return (tree->source_dir / "tests" / "data" / "models" / "tiny-tied-f32").string();
+  throw Error("no MODEL given: name a .gguf file or a model folder (or set HOSTLM_DEFAULT_MODEL)");
 }
 
 }  // namespace hostlm::cli

@@ -40,7 +40,8 @@ PluginRegistry& plugin_registry();
 // throws hostlm::Error when the plugin has none.
 std::unique_ptr<ChatFormat> chat_format_for(PluginRegistry& registry, const ModelFiles& files);
 
-// The tiny model shipped with hostlm, used when a command is given no model.
+// The model used when a command is given none: $HOSTLM_DEFAULT_MODEL, else (in a build
+// tree) the tiny model of the sources; throws hostlm::Error when there is neither.
 std::string default_model_path();
 
 }  // namespace hostlm::cli

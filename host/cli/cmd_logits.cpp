@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "store_util.h"
 #include "hostlm/error.h"
 
 namespace hostlm::cli {
@@ -26,7 +27,7 @@ void add_logits_command(CLI::App& app) {
   cmd->callback([args] {
     const std::vector<int32_t> tokens = parse_token_list(args->tokens);
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
-    LoadedModel loaded(registry, args->model, args->backend.load_options());
+    LoadedModel loaded(registry, resolve_model(args->model), args->backend.load_options());
     Model& model = loaded.model();
     const int64_t V = model.info().n_vocab;
     const int64_t n = static_cast<int64_t>(tokens.size());

@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "store_util.h"
 #include "hostlm/chat_json.h"
 #include "hostlm/error.h"
 
@@ -41,7 +42,7 @@ void run_render_chat(const RenderChatArgs& a) {
     files.architecture = a.arch;
     prompt = chat_format_for(registry, files)->render(conversation, options);
   } else {
-    const OpenedModelFiles opened(a.model);
+    const OpenedModelFiles opened(resolve_model(a.model));
     prompt = chat_format_for(registry, opened.files())->render(conversation, options);
   }
   write_stdout(prompt);

@@ -11,6 +11,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "store_util.h"
 #include "hostlm/error.h"
 #include "hostlm/grammar.h"
 #include "hostlm/sampler.h"
@@ -144,6 +145,42 @@ void run_text(const RunArgs& a) {
   engine.respond(conversation, options, generation, sampler);
 }
 
+// A store model name: its GGUF weights, with its SYSTEM and PARAMETERs as defaults that
+// flags given on the command line override.
+void apply_store_defaults(RunArgs& a, const CLI::App& cmd) {
+  std::optional<ollama::StoredModel> stored;
+  a.model = resolve_model(a.model, &stored);
+  if (!stored) return;
+  auto given = [&](const char* flag) { return flag && cmd.get_option(flag)->count() > 0; };
+  if (stored->system && !given("--system")) a.system = *stored->system;
+  auto param = [&](const char* key, const char* flag) -> std::optional<double> {
+    const auto it = stored->params.find(key);
+    if (it == stored->params.end() || !it->is_number() || given(flag)) return std::nullopt;
+    return it->get<double>();
+  };
+  if (auto v = param("temperature", "--temp")) a.sampling.temperature = static_cast<float>(*v);
+  if (auto v = param("top_k", "--top-k")) a.sampling.top_k = static_cast<int>(*v);
+  if (auto v = param("top_p", "--top-p")) a.sampling.top_p = static_cast<float>(*v);
+  if (auto v = param("min_p", "--min-p")) a.sampling.min_p = static_cast<float>(*v);
+  if (auto v = param("repeat_penalty", "--repeat-penalty")) a.sampling.repeat_penalty = static_cast<float>(*v);
+  if (auto v = param("repeat_last_n", "--repeat-last-n")) a.sampling.repeat_last_n = static_cast<int>(*v);
+  if (auto v = param("typical_p", nullptr)) a.sampling.typical_p = static_cast<float>(*v);
+  if (auto v = param("presence_penalty", nullptr)) a.sampling.presence_penalty = static_cast<float>(*v);
+  if (auto v = param("frequency_penalty", nullptr)) a.sampling.frequency_penalty = static_cast<float>(*v);
+  if (auto v = param("seed", "--seed"); v && *v >= 0) a.sampling.seed = static_cast<uint64_t>(*v);
+  if (auto v = param("num_ctx", "--ctx-size"); v && *v > 0) a.ctx_size = static_cast<int64_t>(*v);
+  if (auto v = param("num_predict", "--n-predict"); v && *v >= 0) {
+    a.n_predict = static_cast<int>(*v);
+    a.n_predict_given = true;
+  }
+  // hostlm's `PARAMETER think false`: a model that answers without thinking by default.
+  if (const auto t = stored->params.find("think");
+      t != stored->params.end() && !given("--think") && !given("--no-think")) {
+    const bool on = t->is_boolean() ? t->get<bool>() : t->is_string();
+    (on ? a.think : a.no_think) = true;
+  }
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -152,7 +189,8 @@ void add_run_command(CLI::App& app) {
       "run",
       "Chat with a model (--prompt, or interactively), or generate from token ids (--tokens)");
   cmd->add_option("model", args->model,
-                  "GGUF file or Hugging Face folder (default: the tiny built-in model)");
+                  "GGUF file, Hugging Face folder or model of the store (default: the tiny "
+                  "built-in model)");
   CLI::Option* tokens = cmd->add_option("--tokens", args->tokens,
                                         "comma-separated prompt token ids: print generated ids");
   CLI::Option* prompt =
@@ -196,8 +234,9 @@ void add_run_command(CLI::App& app) {
   grammar->excludes(tokens);
   cmd->add_flag("-v,--verbose", args->verbose, "print prompt ids and timings to stderr");
   args->backend.add_to(*cmd);
-  cmd->callback([args, tokens, n] {
+  cmd->callback([args, tokens, n, cmd] {
     args->n_predict_given = n->count() > 0;
+    apply_store_defaults(*args, *cmd);
     if (tokens->count() > 0) {
       run_tokens(*args);
     } else {

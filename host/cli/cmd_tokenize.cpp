@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "store_util.h"
 #include "hostlm/error.h"
 #include "hostlm/tokenizer.h"
 
@@ -56,7 +57,7 @@ void write_stdout(const std::string& out) {
 }
 
 void run_tokenize(const TokenizeOptions& o) {
-  const Tokenizer tokenizer = Tokenizer::load(o.model);
+  const Tokenizer tokenizer = Tokenizer::load(resolve_model(o.model));
   const std::string input = o.file.empty() ? o.text : read_input(o.file);
   const Tokenizer::EncodeOptions encode{.parse_special = !o.no_special};
   std::string out;
@@ -105,7 +106,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 void run_detokenize(const DetokenizeOptions& o) {
-  const Tokenizer tokenizer = Tokenizer::load(o.model);
+  const Tokenizer tokenizer = Tokenizer::load(resolve_model(o.model));
   const std::vector<int32_t> ids = parse_ids(o.ids);
   for (int32_t id : ids) {
     if (id >= tokenizer.vocab_size()) {

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"hostlm: a local LLM backend for the Qwen3.5 family"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("hostlm ") + HOSTLM_VERSION_STRING);
+  app.set_version_flag("--version", [] { return hostlm::cli::version_report(false); });
   hostlm::cli::add_plugins_command(app);
   hostlm::cli::add_logits_command(app);
   hostlm::cli::add_run_command(app);
@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
   hostlm::cli::add_tokenize_commands(app);
   hostlm::cli::add_render_chat_command(app);
   hostlm::cli::add_version_command(app);
+  hostlm::cli::add_quantize_command(app);
+  hostlm::cli::add_bench_command(app);
+  hostlm::cli::add_serve_command(app);
+  hostlm::cli::add_ps_commands(app);
+  hostlm::cli::add_store_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

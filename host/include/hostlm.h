@@ -15,7 +15,8 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct layout or a signature below changes, so a binding can refuse a
- * library it was not written for (compare with hostlm_c_api_version()). */
+ * library it was not written for (compare with hostlm_c_api_version()). New functions are
+ * added without a bump: a binding that wants one looks its symbol up. */
 #define HOSTLM_C_API_VERSION 1
 
 /* Error codes: 0 is success, every failure is negative. */
@@ -116,6 +117,31 @@ typedef int32_t (*hostlm_on_text)(const char* text, int32_t kind, void* user);
  * callback stopped it, or an error code. */
 int32_t hostlm_chat(hostlm_model* model, const hostlm_generate_params* params,
                     hostlm_on_text on_text, void* user, hostlm_generation_stats* stats);
+
+/* Called on the thread that called hostlm_chat_with_progress once per generated token,
+ * before that token's text (if any) reaches on_text: `generated` tokens so far out of at most
+ * `max_tokens` (max_tokens after clamping to the context). Lets a caller drive a progress bar
+ * and notice a cancel request even while the parser holds text back. Return 0 to stop. */
+typedef int32_t (*hostlm_on_progress)(int32_t generated, int32_t max_tokens, void* user);
+
+/* hostlm_chat with a progress callback (may be NULL); both callbacks get `user`. */
+int32_t hostlm_chat_with_progress(hostlm_model* model, const hostlm_generate_params* params,
+                                  hostlm_on_text on_text, hostlm_on_progress on_progress,
+                                  void* user, hostlm_generation_stats* stats);
+
+/* What a loaded model is, for bindings that show it or budget memory. */
+
+/* The backend the model runs on ("cpu" or "cuda"; what "auto" chose). NULL on a NULL model.
+ * Valid until the model is freed. */
+const char* hostlm_model_backend(const hostlm_model* model);
+
+/* Layers of the network, and the context length it was trained for (0 when the file does not
+ * say). Negative error code on a NULL model. */
+int64_t hostlm_model_n_layers(const hostlm_model* model);
+int64_t hostlm_model_n_ctx_train(const hostlm_model* model);
+
+/* The context given at load: the most tokens (prompt + answer) of one generation. */
+int64_t hostlm_model_context(const hostlm_model* model);
 
 #ifdef __cplusplus
 }

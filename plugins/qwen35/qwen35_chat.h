@@ -22,6 +22,9 @@ class Qwen35ChatFormat final : public ChatFormat {
   std::unique_ptr<ChatParser> new_parser(
       const std::vector<ToolDefinition>& tools,
       const ChatRenderOptions& options) const override;  // qwen35_chat_parse.cpp
+  std::string tool_call_grammar(const std::vector<ToolDefinition>& tools,
+                                const std::string& only_function,
+                                bool parallel) const override;  // qwen35_tool_grammar.cpp
 
   bool thinking_enabled(const ChatRenderOptions& options) const {
     return options.thinking == Thinking::kDefault ? thinks_by_default_

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hostlm/error.h"
+#include "hostlm/kv_cache.h"
 #include "hostlm/modules.h"
 #include "qwen35_weights.h"
 
@@ -26,16 +27,6 @@ struct Layer {
   int64_t cache_slot = 0;  // index among layers of the same kind
 };
 
-class Qwen35Sequence final : public Sequence {
- public:
-  int64_t n_past() const override { return n_past_; }
-  int64_t capacity() const override { return capacity_; }
-
-  int64_t n_past_ = 0, capacity_ = 0;
-  std::vector<std::unique_ptr<Buffer>> keys, values;           // per attention layer
-  std::vector<std::unique_ptr<Buffer>> conv_states, recurrent_states;  // per DeltaNet layer
-};
-
 class Qwen35Model final : public Model {
  public:
   Qwen35Model(const ModelFiles& files, Backend& backend, const LoadOptions& options)
@@ -48,11 +39,16 @@ class Qwen35Model final : public Model {
     info_.n_layers = c.n_layers;
 
     auto linear = [&](const std::string& name, int64_t rows, int64_t cols) {
-      return backend_.load_weight(weights_.require(name, {rows, cols}));
+      const TensorView view = weights_.require(name, {rows, cols});
+      info_.weight_bytes += view.nbytes;
+      return backend_.load_weight(view);
     };
-    auto norm = [&](const std::string& name, int64_t n) {
-      return RmsNorm{weights_.require_f32(name, {n}), c.eps};
+    auto host_f32 = [&](const std::string& name, std::vector<int64_t> shape) {
+      std::vector<float> values = weights_.require_f32(name, std::move(shape));
+      info_.weight_bytes += values.size() * sizeof(float);
+      return values;
     };
+    auto norm = [&](const std::string& name, int64_t n) { return RmsNorm{host_f32(name, {n}), c.eps}; };
     auto blk = [](int64_t i, const char* name) { return "blk." + std::to_string(i) + "." + name; };
 
     token_embd_ = linear("token_embd.weight", c.n_vocab, H);
@@ -88,15 +84,17 @@ class Qwen35Model final : public Model {
         d.w_z = linear(blk(i, "attn_gate.weight"), c.value_dim(), H);
         d.w_beta = linear(blk(i, "ssm_beta.weight"), c.n_v_heads, H);
         d.w_alpha = linear(blk(i, "ssm_alpha.weight"), c.n_v_heads, H);
-        d.conv_weight = weights_.require_f32(blk(i, "ssm_conv1d.weight"), {c.conv_channels(), c.conv_kernel});
-        d.dt_bias = weights_.require_f32(blk(i, "ssm_dt.bias"), {c.n_v_heads});
-        d.a_neg = weights_.require_f32(blk(i, "ssm_a"), {c.n_v_heads});
+        d.conv_weight = host_f32(blk(i, "ssm_conv1d.weight"), {c.conv_channels(), c.conv_kernel});
+        d.dt_bias = host_f32(blk(i, "ssm_dt.bias"), {c.n_v_heads});
+        d.a_neg = host_f32(blk(i, "ssm_a"), {c.n_v_heads});
         for (float a : d.a_neg)
           if (!(a < 0.f))
             throw Error(weights_.where() + ": " + blk(i, "ssm_a") +
                         " holds a non-negative value; the file seems to store raw A_log");
         d.norm = norm(blk(i, "ssm_norm.weight"), c.dv);
         d.w_out = linear(blk(i, "ssm_out.weight"), H, c.value_dim());
+        layout_.conv_state = d.conv_state_size();
+        layout_.recurrent_state = d.recurrent_state_size();
         layer.mixer = std::move(d);
         layer.cache_slot = n_deltanet++;
       }
@@ -105,8 +103,10 @@ class Qwen35Model final : public Model {
                             linear(blk(i, "ffn_down.weight"), H, c.ffn)};
       layers_.push_back(std::move(layer));
     }
-    n_attention_ = n_attention;
-    n_deltanet_ = n_deltanet;
+    layout_.n_kv_layers = n_attention;
+    layout_.n_head_kv = c.n_head_kv;
+    layout_.head_dim = c.head_dim;
+    layout_.n_state_layers = n_deltanet;
 
     max_batch_ = std::max<int64_t>(1, options.max_batch);
     const int64_t width = std::max({H, 2 * c.n_head * c.head_dim, c.conv_channels(),
@@ -119,6 +119,10 @@ class Qwen35Model final : public Model {
     positions_.resize(static_cast<size_t>(max_batch_));
     batch_tokens_.resize(static_cast<size_t>(max_batch_));
     slices_.reserve(static_cast<size_t>(max_batch_));
+    paged_.reserve(static_cast<size_t>(max_batch_));
+    info_.scratch_bytes = sizeof(float) * static_cast<size_t>(6 * max_batch_ * width +
+                                                             3 * max_batch_ * H +
+                                                             kLogitRows * c.n_vocab);
     info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
                         std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +
                         " Gated DeltaNet), hidden " + std::to_string(H) + ", vocab " +
@@ -128,27 +132,32 @@ class Qwen35Model final : public Model {
   const ModelInfo& info() const override { return info_; }
 
   std::unique_ptr<Sequence> new_sequence(int64_t capacity) override {
-    const Config& c = weights_.config();
-    auto seq = std::make_unique<Qwen35Sequence>();
-    seq->capacity_ = capacity;
-    const size_t kv = static_cast<size_t>(capacity * c.n_head_kv * c.head_dim);
-    for (int64_t i = 0; i < n_attention_; ++i) {
-      seq->keys.push_back(backend_.alloc(kv));
-      seq->values.push_back(backend_.alloc(kv));
-    }
-    for (int64_t i = 0; i < n_deltanet_; ++i) {
-      const GatedDeltaNet* d = nullptr;
-      for (const Layer& l : layers_)
-        if ((d = std::get_if<GatedDeltaNet>(&l.mixer))) break;
-      seq->conv_states.push_back(backend_.alloc(static_cast<size_t>(d->conv_state_size())));
-      seq->recurrent_states.push_back(backend_.alloc(static_cast<size_t>(d->recurrent_state_size())));
-      backend_.fill(seq->conv_states.back()->data(), 0.f, seq->conv_states.back()->size());
-      backend_.fill(seq->recurrent_states.back()->data(), 0.f, seq->recurrent_states.back()->size());
-    }
-    return seq;
+    return KvSequence::standalone(backend_, layout_, capacity, DType::F32);
   }
 
+  CacheLayout cache_layout() const override { return layout_; }
+  Backend* backend() override { return &backend_; }
+
   int64_t max_batch_tokens() const override { return max_batch_; }
+
+  int64_t embedding_size() const override { return weights_.config().hidden; }
+
+  // The trunk's output rows, normed as the logits see them, copied out instead of projected.
+  void eval_hidden(Sequence& seq, std::span<const int32_t> tokens,
+                   std::span<float> hidden) override {
+    const int64_t H = weights_.config().hidden;
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    if (hidden.size() < static_cast<size_t>(n * H)) throw Error("hidden-state buffer too small");
+    for (int64_t begin = 0; begin < n; begin += max_batch_) {
+      const int64_t T = std::min(max_batch_, n - begin);
+      BatchItem item;
+      item.seq = &seq;
+      item.tokens = tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(T));
+      eval_batch(std::span<const BatchItem>(&item, 1));
+      output_norm_.forward(backend_, hidden_->data(), normed_->data(), T);
+      backend_.download(hidden.data() + begin * H, normed_->data(), static_cast<size_t>(T * H));
+    }
+  }
 
   void eval(Sequence& seq, std::span<const int32_t> tokens, bool all_logits,
             std::span<float> logits) override {
@@ -173,13 +182,13 @@ class Qwen35Model final : public Model {
     const int64_t V = info_.n_vocab;
     int64_t total = 0;
     for (const BatchItem& item : items) {
-      auto& seq = dynamic_cast<Qwen35Sequence&>(*item.seq);
+      KvSequence& seq = own_sequence(item.seq);
       const int64_t T = static_cast<int64_t>(item.tokens.size());
       if (T == 0) throw Error("no tokens to evaluate");
-      if (seq.n_past_ + T > seq.capacity_)
-        throw Error("sequence is full: " + std::to_string(seq.n_past_) + " + " +
+      if (seq.n_past() + T > seq.capacity())
+        throw Error("sequence is full: " + std::to_string(seq.n_past()) + " + " +
                     std::to_string(T) + " tokens exceed its capacity of " +
-                    std::to_string(seq.capacity_));
+                    std::to_string(seq.capacity()));
       if (!item.logits.empty() &&
           item.logits.size() < static_cast<size_t>(item.all_logits ? T * V : V))
         throw Error("logits buffer too small");
@@ -191,12 +200,14 @@ class Qwen35Model final : public Model {
     // Rows are laid out item after item; tokens and positions are gathered once.
     int64_t row = 0;
     for (const BatchItem& item : items) {
-      const auto& seq = static_cast<const Qwen35Sequence&>(*item.seq);
+      const auto& seq = static_cast<const KvSequence&>(*item.seq);
       for (size_t t = 0; t < item.tokens.size(); ++t) {
         batch_tokens_[row] = item.tokens[t];
-        positions_[row++] = static_cast<int32_t>(seq.n_past_ + static_cast<int64_t>(t));
+        positions_[row++] = static_cast<int32_t>(seq.n_past() + static_cast<int64_t>(t));
       }
     }
+    for (const BatchItem& item : items)
+      static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
     forward_batch(items, total);
     row = 0;
     for (const BatchItem& item : items) {
@@ -220,26 +231,35 @@ class Qwen35Model final : public Model {
     float* m = mixed_->data();
     backend_.embed(token_embd_, batch_tokens_.data(), T, h);
     for (const Layer& layer : layers_) {
+      const bool attention = std::holds_alternative<GatedAttention>(layer.mixer);
       slices_.clear();  // capacity kept: no allocation per step
+      paged_.clear();
       int64_t row = 0;
       for (const BatchItem& item : items) {
-        auto& seq = static_cast<Qwen35Sequence&>(*item.seq);
-        modules::SequenceSlice sl;
-        sl.row = row;
-        sl.T = static_cast<int64_t>(item.tokens.size());
-        sl.n_past = seq.n_past_;
-        if (std::holds_alternative<GatedAttention>(layer.mixer)) {
-          sl.kv = {seq.keys[layer.cache_slot]->data(), seq.values[layer.cache_slot]->data()};
+        auto& seq = static_cast<KvSequence&>(*item.seq);
+        const int64_t n = static_cast<int64_t>(item.tokens.size());
+        if (attention) {
+          PagedSequence p;
+          p.kv = seq.pool().layer(layer.cache_slot);
+          p.pages = seq.pages().data();
+          p.row = row;
+          p.T = n;
+          p.n_past = seq.n_past();
+          paged_.push_back(p);
         } else {
-          sl.conv_state = seq.conv_states[layer.cache_slot]->data();
-          sl.recurrent_state = seq.recurrent_states[layer.cache_slot]->data();
+          modules::SequenceSlice sl;
+          sl.row = row;
+          sl.T = n;
+          sl.n_past = seq.n_past();
+          sl.conv_state = seq.states().conv(seq.state_slot(), layer.cache_slot);
+          sl.recurrent_state = seq.states().recurrent(seq.state_slot(), layer.cache_slot);
+          slices_.push_back(sl);
         }
-        slices_.push_back(sl);
-        row += sl.T;
+        row += n;
       }
       layer.attn_norm.forward(backend_, h, a, T);
       if (const auto* attn = std::get_if<GatedAttention>(&layer.mixer))
-        attn->forward(backend_, *scratch_, a, T, positions_.data(), slices_, m);
+        attn->forward(backend_, *scratch_, a, T, positions_.data(), paged_, m);
       else
         std::get<GatedDeltaNet>(layer.mixer).forward(backend_, *scratch_, a, T, slices_, m);
       backend_.add(h, m, static_cast<size_t>(T * H));
@@ -248,7 +268,16 @@ class Qwen35Model final : public Model {
       backend_.add(h, m, static_cast<size_t>(T * H));
     }
     for (const BatchItem& item : items)
-      static_cast<Qwen35Sequence&>(*item.seq).n_past_ += static_cast<int64_t>(item.tokens.size());
+      static_cast<KvSequence&>(*item.seq).advance(static_cast<int64_t>(item.tokens.size()));
+  }
+
+  // The sequence as this model's paged kind, or an error naming the mix-up.
+  KvSequence& own_sequence(Sequence* seq) const {
+    auto* own = dynamic_cast<KvSequence*>(seq);
+    if (!own) throw Error("Qwen3.5: the sequence was not made by a paged-cache model");
+    if (!(own->pool().layout() == layout_))
+      throw Error("Qwen3.5: the sequence was made for a model of another shape");
+    return *own;
   }
 
   // Logits of rows [first, first + count) of the last batch, into host memory.
@@ -268,11 +297,13 @@ class Qwen35Model final : public Model {
   Weight token_embd_, output_;
   RmsNorm output_norm_;
   std::vector<Layer> layers_;
-  int64_t n_attention_ = 0, n_deltanet_ = 0, max_batch_ = 1;
+  CacheLayout layout_;
+  int64_t max_batch_ = 1;
   std::unique_ptr<modules::Scratch> scratch_;
   std::unique_ptr<Buffer> hidden_, normed_, mixed_, logits_;
   std::vector<int32_t> positions_, batch_tokens_;
   std::vector<modules::SequenceSlice> slices_;
+  std::vector<PagedSequence> paged_;
 };
 
 }  // namespace

@@ -112,6 +112,16 @@ class ChatFormat {
   virtual std::unique_ptr<ChatParser> new_parser(const std::vector<ToolDefinition>& tools,
                                                  const ChatRenderOptions& options) const = 0;
 
+  // A GBNF grammar (grammar.h) of the text that makes tool calls in this format, for a
+  // client that requires a call (OpenAI tool_choice "required" or a named function): one
+  // call of `only_function` when it is not empty, else one call of any of `tools` (one or
+  // more when `parallel`). Arguments follow each tool's parameter schema as far as the
+  // format can say. Empty: the format cannot force calls.
+  virtual std::string tool_call_grammar(const std::vector<ToolDefinition>& tools,
+                                        const std::string& only_function, bool parallel) const {
+    return {};
+  }
+
   // Parses a complete generation at once.
   ChatOutput parse(std::string_view text, const std::vector<ToolDefinition>& tools,
                    const ChatRenderOptions& options) const {

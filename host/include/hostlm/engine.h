@@ -4,13 +4,26 @@
 // request and fills the rest of the step's token budget with chunks of waiting prompts
 // (continuous batching), so running streams keep flowing while new prompts are prefilled.
 // Callbacks run on the scheduler thread and must be quick.
+//
+// Memory: the full-attention layers' keys and values live in one pool of pages (kv_cache.h)
+// drawn on demand; each running request has one recurrent-state slot. A request is admitted
+// only when the pages it may need are free (or held only by the prefix cache), so a running
+// request never runs out; one that can never fit is refused at submit().
+//
+// Prefix cache: full pages stay cached, keyed by their tokens, with snapshots of the
+// recurrent state at the end of each prompt, at the positions a request names
+// (snapshot_at) and every snapshot_interval tokens of a prompt. A later request that starts
+// with the same tokens resumes from the longest such point and computes only the rest; the
+// result is bit-identical to computing everything (on the CPU, for every KV type).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "hostlm/engine_stats.h"
 #include "hostlm/error.h"
 #include "hostlm/plugin_api.h"
 #include "hostlm/sampler.h"
@@ -22,6 +35,18 @@ struct EngineOptions {
   int64_t context = 4096;      // most tokens (prompt + generated) of one request
   size_t max_queue = 64;       // waiting requests beyond the running ones
   int64_t prefill_chunk = 0;   // prompt tokens per step and request (0: the model's batch limit)
+  DType kv_type = DType::F16;  // F32 (exact), F16 or Q8_0
+  // Memory bounds in bytes (0: automatic). The KV pool holds the running requests' pages and,
+  // in what they leave, the prefix cache's; automatic is max_sequences full contexts plus
+  // prefix_cache_bytes (automatic: a quarter of that, at least 64 pages).
+  size_t kv_pool_bytes = 0;
+  size_t prefix_cache_bytes = 0;
+  // Recurrent-state snapshots of the prefix cache, least recently used dropped first
+  // (automatic: 4 per parallel sequence, at most 1 GiB, at least 2).
+  size_t state_cache_bytes = 0;
+  bool prefix_cache = true;
+  int64_t snapshot_interval = 1024;  // tokens, a multiple of kKvPageTokens; 0: none
+  bool log_memory = true;            // print the memory plan to stderr at construction
 };
 
 struct GenerationRequest {
@@ -33,14 +58,32 @@ struct GenerationRequest {
   // vocabulary's end tokens then also end generation, since the grammar forces one once it
   // is complete.
   GrammarConstraint constraint;
+  // When prompt + max_tokens exceed the context: false refuses the request; true drops prompt
+  // tokens after the first num_keep (a system prompt, say) until it fits.
+  bool truncate = false;
+  int64_t num_keep = 0;
+  // Prompt positions where a later request is expected to diverge from this one, such as the
+  // end of a rendered chat history before the assistant's opening (see chat_reuse_points in
+  // model/chat_prompt.h): the prefix cache keeps a recurrent-state snapshot there.
+  std::vector<int64_t> snapshot_at;
+  // Called on the scheduler thread with the logits each generated token is drawn from (before
+  // biases and penalties): for log probabilities, and for tests.
+  std::function<void(std::span<const float> logits)> on_logits;
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;     // generated, stop token included when one ended it
   std::string done_reason;         // "stop", "length", "cancelled", or "error"
   std::string error;               // set when done_reason is "error"
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;       // the prompt as evaluated (after truncation)
   double queue_ms = 0, prompt_ms = 0, generate_ms = 0;
+  // Ollama's counts and timings (load is the caller's to measure).
+  int64_t prompt_eval_count = 0;   // prompt tokens actually computed
+  int64_t cached_tokens = 0;       // prompt tokens reused from the prefix cache
+  double prompt_eval_ms = 0;       // admission to the first token (= prompt_ms)
+  int64_t eval_count = 0;          // tokens generated (= tokens.size())
+  double eval_ms = 0;              // first token to the end (= generate_ms)
+  int64_t truncated_tokens = 0;    // prompt tokens dropped by truncate
 };
 
 // Thrown by submit() when the queue is full: the caller should answer "busy" (HTTP 503).
@@ -71,6 +114,14 @@ class Engine {
 
   size_t running() const;
   size_t queued() const;
+  // Runs `task` on the scheduler thread between two steps, with the model to itself (work
+  // outside generation requests, such as embeddings); blocks until it has run and rethrows
+  // what it threw.
+  void run_exclusive(const std::function<void(Model&)>& task);
+  // Live counters and gauges (thread-safe; see prometheus_text).
+  EngineMetrics metrics() const;
+  // What was planned and allocated at construction.
+  const MemoryPlan& memory_plan() const;
 
  private:
   struct Impl;

@@ -61,6 +61,11 @@ class Grammar {
 // (true or a schema) are not checked against the declared property names.
 std::string json_schema_to_gbnf(std::string_view schema_text);
 std::string json_object_gbnf();
+// Building blocks for grammars written elsewhere (a chat format's tool-call grammar): the
+// JSON rules json-value, json-object, json-array, json-string, json-number, json-boolean,
+// json-null and ws, and `text` as a quoted GBNF literal (escapes as needed).
+std::string json_gbnf_rules();
+std::string gbnf_literal(std::string_view text);
 
 // One bit per token id: bit set = allowed.
 struct TokenBitmask {

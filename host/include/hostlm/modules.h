@@ -35,19 +35,13 @@ struct RmsNorm {
   }
 };
 
-// Keys and values of one attention layer for one sequence: [capacity, n_head_kv*head_dim].
-struct KvCacheLayer {
-  float* k = nullptr;
-  float* v = nullptr;
-};
-
 // The rows [row, row + T) of a batch belong to one sequence, which has n_past tokens
-// cached already. A layer reads and updates only the cache or state of its own kind.
+// cached already. Linear layers read and update the sequence's recurrent state through this;
+// attention layers take hostlm::PagedSequence (ops.h) for its KV pages.
 struct SequenceSlice {
   int64_t row = 0, T = 0, n_past = 0;
-  KvCacheLayer kv;                    // attention layers
-  float* conv_state = nullptr;        // delta-net layers: [(K-1), channels]
-  float* recurrent_state = nullptr;   // delta-net layers: [n_v_heads, dv, dk]
+  float* conv_state = nullptr;        // [(K-1), channels]
+  float* recurrent_state = nullptr;   // [n_v_heads, dv, dk]
 };
 
 // Multi-head attention with grouped KV heads, per-head q/k RMSNorm, partial NeoX rotary
@@ -60,10 +54,11 @@ struct GatedAttention {
   Weight wq, wk, wv, wo;
   RmsNorm q_norm, k_norm;
 
-  // x: [T, hidden] rows of several sequences (slices); positions of the T rows.
-  // Projections run once over all rows; attention runs per sequence on its own cache.
+  // x: [T, hidden] rows of several sequences; positions of the T rows. Projections run once
+  // over all rows; the new keys and values go into each sequence's pages, and attention reads
+  // each sequence's own pages.
   void forward(Backend& be, Scratch& s, const float* x, int64_t T, const int32_t* positions,
-               std::span<const SequenceSlice> slices, float* out) const;
+               std::span<const PagedSequence> seqs, float* out) const;
 };
 
 // Gated DeltaNet linear attention: causal conv1d + SiLU over [q|k|v], L2-normalised q/k,

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "hostlm/tensor_view.h"
@@ -22,6 +23,32 @@ struct Weight {
   int64_t cols = 0;
   const void* data = nullptr;  // backend-owned or mapped; opaque to plugins
   size_t row_bytes = 0;
+};
+
+// Tokens per KV page. 32 because: a CUDA warp reads one page's keys one per lane; a page
+// table stays short even at 262,144 tokens (8,192 entries); a Q8_0 block is 32 values, so
+// quantized pages need no padding; and a cached prefix that ends inside a page costs one page
+// copy (copy-on-write), never recomputation, so smaller pages would buy little reuse.
+inline constexpr int64_t kKvPageTokens = 32;
+
+// One attention layer's KV cache as pages (see hostlm/kv_cache.h): page p holds
+// kKvPageTokens token rows of n_head_kv * head_dim keys at k + p * page_bytes and the values
+// at v + p * page_bytes. Rows are stored as `type`: F32, F16 or Q8_0 (blocks of 32 values).
+struct KvPages {
+  DType type = DType::F32;
+  int64_t n_head_kv = 0, head_dim = 0;
+  void* k = nullptr;  // backend memory
+  void* v = nullptr;
+  size_t page_bytes = 0;
+};
+
+// One sequence of a batch, as the paged ops see it: rows [row, row + T) of the batch are its
+// new tokens, at positions n_past .. n_past + T - 1. Token i lives in page pages[i / 32]
+// (kKvPageTokens); the page table is host memory and covers positions up to n_past + T - 1.
+struct PagedSequence {
+  KvPages kv;
+  const int32_t* pages = nullptr;
+  int64_t row = 0, T = 0, n_past = 0;
 };
 
 // An activation buffer of float32 elements, owned by the backend that made it.
@@ -63,13 +90,16 @@ class Backend {
   virtual void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
                          size_t head_stride, int64_t rot_dims, const int32_t* positions,
                          double theta) = 0;
-  // Causal attention of T new queries against a cache holding n_kv keys/values, of which
-  // the last T belong to the new tokens (query t sees keys 0 .. n_kv - T + t).
-  // q: [T, n_head, head_dim] rows of q_stride; k_cache/v_cache: [n_kv, n_head_kv*head_dim].
-  // out: [T, n_head*head_dim]. Grouped-query: head h reads kv head h / (n_head/n_head_kv).
-  virtual void attention(const float* q, size_t q_stride, const float* k_cache,
-                         const float* v_cache, int64_t T, int64_t n_kv, int64_t n_head,
-                         int64_t n_head_kv, int64_t head_dim, float scale, float* out) = 0;
+  // Paged KV (see hostlm/kv_cache.h). Stores the new tokens' keys and values, k and v
+  // [rows, n_head_kv * head_dim] float32 with the rows of every sequence in `seqs`, into each
+  // sequence's pages at positions n_past .. n_past + T - 1, converted to the page type.
+  virtual void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) = 0;
+  // Causal attention of each sequence's T new queries over its n_past + T cached tokens
+  // (query t sees positions 0 .. n_past + t), read through its page table.
+  // q: [rows, n_head * head_dim] with row stride q_stride; out: [rows, n_head * head_dim].
+  // Grouped-query: head h reads kv head h / (n_head / n_head_kv).
+  virtual void paged_attention(std::span<const PagedSequence> seqs, const float* q,
+                               size_t q_stride, int64_t n_head, float scale, float* out) = 0;
   // x[t, i] *= sigmoid(gate[t * gate_stride + i]) for i < n.
   virtual void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
                            int64_t n) = 0;

@@ -5,6 +5,7 @@
 // behind the factory is C++ built with the same toolchain as the host; the ABI version is
 // bumped whenever these classes or anything they expose change layout.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -15,7 +16,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 2
+#define HOSTLM_PLUGIN_ABI_VERSION 3
 
 namespace hostlm {
 
@@ -41,9 +42,27 @@ struct ModelInfo {
   int64_t n_ctx_train = 0;
   int64_t n_layers = 0;
   std::string description;  // one line for humans
+  size_t weight_bytes = 0;   // weights as the backend holds them
+  size_t scratch_bytes = 0;  // activation buffers of one forward call of max_batch_tokens
+};
+
+// What one sequence of a model keeps between calls (see hostlm/kv_cache.h): KV pages for
+// the full-attention layers and a recurrent-state slot for the linear ones.
+struct CacheLayout {
+  int64_t n_kv_layers = 0;  // full-attention layers
+  int64_t n_head_kv = 0, head_dim = 0;
+  int64_t n_state_layers = 0;   // linear-attention layers
+  int64_t conv_state = 0;       // floats of conv state per linear layer
+  int64_t recurrent_state = 0;  // floats of delta-rule state per linear layer
+
+  int64_t kv_width() const { return n_head_kv * head_dim; }
+  int64_t state_floats() const { return n_state_layers * (conv_state + recurrent_state); }
+  bool empty() const { return n_kv_layers == 0 && n_state_layers == 0; }
+  bool operator==(const CacheLayout&) const = default;
 };
 
 // Per-conversation state: KV cache for attention layers, recurrent state for linear layers.
+// Models that use the host's paged cache take hostlm::KvSequence (hostlm/kv_cache.h).
 class Sequence {
  public:
   virtual ~Sequence() = default;
@@ -76,6 +95,19 @@ class Model {
   // Most tokens one forward call takes (eval splits longer inputs; eval_batch callers keep
   // the total within it).
   virtual int64_t max_batch_tokens() const { return 512; }
+
+  // For the serving engine, which builds sequences (hostlm::KvSequence) from one shared page
+  // pool: what a sequence keeps, and the backend its memory must live on. A model that
+  // returns an empty layout or no backend can only be used through new_sequence.
+  virtual CacheLayout cache_layout() const { return {}; }
+  virtual Backend* backend() { return nullptr; }
+
+  // Embeddings (Ollama /api/embed, OpenAI /v1/embeddings): appends `tokens` to `seq` as
+  // eval does and writes the final hidden state of each token, after the output norm, into
+  // `hidden` ([T, embedding_size()]) in host memory. embedding_size() 0: not supported (and
+  // eval_hidden throws hostlm::Error).
+  virtual int64_t embedding_size() const { return 0; }
+  virtual void eval_hidden(Sequence& seq, std::span<const int32_t> tokens, std::span<float> hidden);
 };
 
 class ArchitecturePlugin {

@@ -1,10 +1,12 @@
-// Picks the next token from logits: greedy at temperature 0, else temperature, top-k, top-p
-// and min-p sampling from a seeded generator (same seed, same logits -> same tokens). A
-// repeat penalty, when on, first pushes down the logits of recently seen tokens.
+// Picks the next token from logits: greedy at temperature 0, else temperature, top-k,
+// typical, top-p and min-p sampling from a seeded generator (same seed, same logits -> same
+// tokens). Logit biases and the penalties (repeat, presence, frequency) first adjust the
+// logits, greedy included.
 //
-// Order, as Ollama applies it: repeat penalty, top-k, temperature + softmax, top-p, min-p.
-// The defaults of min_p and repeat_penalty switch them off, so a sampler made with only the
-// first four fields picks exactly what it did before those two existed.
+// Order, as llama.cpp and Ollama apply it: logit bias, repeat penalty, presence and
+// frequency penalties, top-k, temperature + softmax, typical, top-p, min-p. The defaults of
+// every field after the first four switch it off, so a sampler made with only those picks
+// exactly what it did before the others existed.
 //
 // A grammar constraint, when set, keeps the picked tokens inside a grammar (JSON mode, a JSON
 // Schema, GBNF). The sampler first picks as if unconstrained and only when the grammar
@@ -13,6 +15,7 @@
 // whole vocabulary is rarely needed.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -35,6 +38,15 @@ struct SamplerParams {
   // positive and multiplied by it when negative (llama.cpp / Ollama). 1: off.
   float repeat_penalty = 1.f;
   int repeat_last_n = 64;  // 0: off
+  // Locally typical sampling: keeps the tokens whose surprise (-log p) is closest to the
+  // distribution's entropy, until they hold typical_p of the probability. 1: off.
+  float typical_p = 1.f;
+  // OpenAI's penalties over the same window: a seen token's logit drops by presence_penalty
+  // once and by frequency_penalty per occurrence. 0: off.
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  // Added to the logit of a token id before anything else (-infinity bans it).
+  std::map<int32_t, float> logit_bias;
 };
 
 // A grammar the generated tokens must follow. End tokens (the vocabulary's) are allowed
@@ -52,9 +64,9 @@ struct GrammarConstraint {
 
 class Sampler {
  public:
-  // Throws hostlm::Error for min_p outside [0, 1], repeat_penalty <= 0 or a negative
-  // repeat_last_n, and for a constraint with a grammar but no vocabulary. Temperature <= 0
-  // means greedy.
+  // Throws hostlm::Error for min_p outside [0, 1], typical_p outside (0, 1], repeat_penalty
+  // <= 0, a negative repeat_last_n, a negative or NaN-biased token id, and for a constraint
+  // with a grammar but no vocabulary. Temperature <= 0 means greedy.
   explicit Sampler(const SamplerParams& params, GrammarConstraint constraint = {});
 
   // Also records the returned token as seen, for the repeat penalty.
@@ -76,9 +88,19 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
  private:
-  bool penalizing() const { return params_.repeat_penalty != 1.f && params_.repeat_last_n > 0; }
-  // The seen tokens, each once, sorted; in recent_sorted_.
-  void unique_recent();
+  bool penalizing() const {
+    return params_.repeat_last_n > 0 && (params_.repeat_penalty != 1.f ||
+                                         params_.presence_penalty != 0.f ||
+                                         params_.frequency_penalty != 0.f);
+  }
+  // The seen tokens, each once with its count, sorted by id; in seen_.
+  void count_recent();
+  // A logit after the bias and, for a seen token (`count` > 0), the penalties.
+  float adjusted(float logit, int count) const;
+  int seen_count(int32_t token) const;
+  // Keeps the first `keep` candidates (weights, descending) that typical sampling keeps, in
+  // the same order; returns how many.
+  size_t typical_filter(size_t keep, double total);
   // Picks a token without recording it; with a mask, only among the tokens it allows.
   int32_t pick(std::span<const float> logits, const TokenBitmask* mask);
   // Feeds `token` to the grammar; false (and nothing changes) when the grammar rejects it.
@@ -91,6 +113,8 @@ class Sampler {
   std::vector<float> penalized_;  // greedy with a penalty: the adjusted logits
   std::vector<int32_t> recent_;   // ring of the last repeat_last_n seen tokens
   std::vector<int32_t> recent_sorted_;
+  std::vector<std::pair<int32_t, int>> seen_;   // token, count in the window
+  std::vector<std::pair<double, size_t>> typical_;  // reused by typical_filter
   size_t recent_next_ = 0;  // where the ring writes next
   GrammarConstraint constraint_;
   std::optional<GrammarMatcher> matcher_;  // set when constraint_ has a grammar

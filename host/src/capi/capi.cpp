@@ -30,6 +30,7 @@ struct hostlm_model {
   std::unique_ptr<hostlm::ChatFormat> format;  // null when the plugin has none
   std::vector<int32_t> end_ids;
   int64_t context = 0;
+  std::string backend_name;  // kept here so hostlm_model_backend can hand out its c_str()
   std::unique_ptr<hostlm::Engine> engine;
 };
 
@@ -159,13 +160,15 @@ int32_t done_reason_code(const std::string& reason) {
 }
 
 int32_t run_chat(hostlm_model& m, const hostlm_generate_params& p, hostlm_on_text on_text,
-                 void* user, hostlm_generation_stats* stats) {
+                 hostlm_on_progress on_progress, void* user, hostlm_generation_stats* stats) {
   PreparedChat prepared;
   const int32_t prepared_rc = guarded(HOSTLM_ERR_INVALID_ARGUMENT, [&] {
     prepared = prepare(m, p);
     return HOSTLM_OK;
   });
   if (prepared_rc != HOSTLM_OK) return prepared_rc;
+  const auto max_tokens =
+      static_cast<int32_t>(std::min<int64_t>(prepared.request.max_tokens, INT32_MAX));
 
   auto queue = std::make_shared<TokenQueue>();
   hostlm::Engine::RequestId id = 0;
@@ -196,6 +199,14 @@ int32_t run_chat(hostlm_model& m, const hostlm_generate_params& p, hostlm_on_tex
   std::unique_ptr<hostlm::ChatParser> parser;
   if (prepared.chat) parser = m.format->new_parser(prepared.conversation.tools, prepared.render);
   bool stopped = false;
+  auto stop = [&] {
+    stopped = true;
+    {
+      std::lock_guard lock(queue->mutex);
+      queue->stop = true;
+    }
+    m.engine->cancel(id);
+  };
   // Tool calls have no text kind yet in this API; they are left out of the stream.
   auto deliver = [&](const std::string& text) {
     std::vector<hostlm::ChatEvent> events;
@@ -209,18 +220,12 @@ int32_t run_chat(hostlm_model& m, const hostlm_generate_params& p, hostlm_on_tex
         continue;
       const int32_t kind = e.kind == hostlm::ChatEvent::Kind::kReasoning ? HOSTLM_TEXT_REASONING
                                                                          : HOSTLM_TEXT_CONTENT;
-      if (on_text(e.text.c_str(), kind, user) == 0) {
-        stopped = true;
-        {
-          std::lock_guard lock(queue->mutex);
-          queue->stop = true;
-        }
-        m.engine->cancel(id);
-      }
+      if (on_text(e.text.c_str(), kind, user) == 0) stop();
     }
   };
 
   std::vector<int32_t> batch;
+  int32_t generated_so_far = 0;
   for (;;) {
     bool finished = false;
     {
@@ -234,6 +239,11 @@ int32_t run_chat(hostlm_model& m, const hostlm_generate_params& p, hostlm_on_tex
     for (const int32_t token : batch) {
       if (stopped) break;
       if (std::find(m.end_ids.begin(), m.end_ids.end(), token) != m.end_ids.end()) continue;
+      ++generated_so_far;
+      if (on_progress && on_progress(generated_so_far, max_tokens, user) == 0) {
+        stop();
+        break;
+      }
       deliver(decoder.push(token));
     }
   }
@@ -309,6 +319,7 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     m->tokenizer = std::make_unique<hostlm::Tokenizer>(hostlm::Tokenizer::load(path));
     m->end_ids = hostlm::end_of_generation_ids(*m->tokenizer);
     m->context = params.context;
+    m->backend_name = m->loaded->backend().name();
     hostlm::EngineOptions engine;
     engine.context = params.context;
     engine.max_sequences = params.max_sequences;
@@ -397,12 +408,50 @@ hostlm_generate_params hostlm_generate_default_params(void) {
 
 int32_t hostlm_chat(hostlm_model* model, const hostlm_generate_params* params,
                     hostlm_on_text on_text, void* user, hostlm_generation_stats* stats) {
+  return hostlm_chat_with_progress(model, params, on_text, nullptr, user, stats);
+}
+
+int32_t hostlm_chat_with_progress(hostlm_model* model, const hostlm_generate_params* params,
+                                  hostlm_on_text on_text, hostlm_on_progress on_progress,
+                                  void* user, hostlm_generation_stats* stats) {
   if (!model || !params) {
     set_error("hostlm_chat: model or params is NULL");
     return HOSTLM_ERR_INVALID_ARGUMENT;
   }
   return guarded(HOSTLM_ERR_INTERNAL,
-                 [&] { return run_chat(*model, *params, on_text, user, stats); });
+                 [&] { return run_chat(*model, *params, on_text, on_progress, user, stats); });
+}
+
+const char* hostlm_model_backend(const hostlm_model* model) {
+  if (!model) {
+    set_error("hostlm_model_backend: model is NULL");
+    return nullptr;
+  }
+  return model->backend_name.c_str();
+}
+
+int64_t hostlm_model_n_layers(const hostlm_model* model) {
+  if (!model) {
+    set_error("hostlm_model_n_layers: model is NULL");
+    return HOSTLM_ERR_INVALID_ARGUMENT;
+  }
+  return model->loaded->model().info().n_layers;
+}
+
+int64_t hostlm_model_n_ctx_train(const hostlm_model* model) {
+  if (!model) {
+    set_error("hostlm_model_n_ctx_train: model is NULL");
+    return HOSTLM_ERR_INVALID_ARGUMENT;
+  }
+  return model->loaded->model().info().n_ctx_train;
+}
+
+int64_t hostlm_model_context(const hostlm_model* model) {
+  if (!model) {
+    set_error("hostlm_model_context: model is NULL");
+    return HOSTLM_ERR_INVALID_ARGUMENT;
+  }
+  return model->context;
 }
 
 }  // extern "C"

@@ -3,45 +3,74 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
+
+#include "engine/memory_plan.h"
+#include "engine/prefix_cache.h"
+#include "hostlm/kv_cache.h"
 
 namespace hostlm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using engine::BlockKey;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+int64_t pages_for(int64_t tokens) { return (tokens + kKvPageTokens - 1) / kKvPageTokens; }
+
 struct Pending {
   Engine::RequestId id = 0;
   GenerationRequest request;
+  std::unique_ptr<Sampler> sampler;  // made at submit, so bad parameters fail there
   Engine::OnToken on_token;
   Engine::OnDone on_done;
   Clock::time_point queued_at;
+  int64_t truncated = 0;
 };
 
 // A request the scheduler is working on: its sequence, sampler and progress.
 struct Active {
   Pending p;
-  std::unique_ptr<Sequence> seq;
-  std::unique_ptr<Sampler> sampler;
-  std::vector<float> logits;  // [n_vocab], the last position's
-  int64_t prompt_done = 0;    // prompt tokens evaluated
-  int32_t next_input = -1;    // token to feed in the next decode step
+  std::unique_ptr<KvSequence> seq;
+  std::vector<int32_t> tokens;  // the prompt, then each generated token once it is evaluated
+  int64_t prompt_len = 0;
+  std::vector<float> logits;             // [n_vocab], the last position's
+  int32_t next_input = -1;               // token to feed in the next decode step
+  std::vector<int64_t> snapshot_points;  // prompt positions still ahead, ascending
+  size_t next_point = 0;
+  std::vector<BlockKey> block_keys;  // keys of the full pages registered in the prefix cache
   GenerationResult result;
   Clock::time_point started, first_token;
   bool finished = false;
 };
+
+GenerationResult cancelled_in_queue(const Pending& p) {
+  GenerationResult r;
+  r.done_reason = "cancelled";
+  r.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
+  r.truncated_tokens = p.truncated;
+  r.queue_ms = ms_between(p.queued_at, Clock::now());
+  return r;
+}
 
 }  // namespace
 
 struct Engine::Impl {
   Model& model;
   EngineOptions options;
+  MemoryPlan plan;
+  // Memory; declared before the requests that hold parts of it, so destroyed after them.
+  std::unique_ptr<KvPagePool> pool;
+  std::unique_ptr<RecurrentStateSlots> running_slots, snapshot_slots;
+  std::unique_ptr<engine::PrefixCache> cache;
+
   mutable std::mutex mutex;
   std::condition_variable wake;
   std::deque<Pending> queue;
@@ -49,6 +78,13 @@ struct Engine::Impl {
   size_t n_running = 0;
   RequestId next_id = 1;
   bool stopping = false;
+  std::deque<std::function<void()>> tasks;  // run_exclusive(), run between steps
+  EngineMetrics stats;                      // counters and the pool gauges, under the mutex
+  struct StepRecord {
+    Clock::time_point at;
+    int64_t generated, prompt;
+  };
+  std::deque<StepRecord> recent;  // the last 10 seconds of steps, for the rates
   std::thread scheduler;
 
   // Scheduler-thread state (no lock needed).
@@ -59,6 +95,18 @@ struct Engine::Impl {
   Impl(Model& m, EngineOptions o) : model(m), options(o) {
     if (options.max_sequences < 1) options.max_sequences = 1;
     if (options.prefill_chunk <= 0) options.prefill_chunk = model.max_batch_tokens();
+    if (options.snapshot_interval > 0)  // whole pages, so interval snapshots need no tail page
+      options.snapshot_interval = pages_for(options.snapshot_interval) * kKvPageTokens;
+    plan = engine::plan_memory(model, options);
+    if (options.log_memory) std::fputs(plan.describe().c_str(), stderr);
+    Backend& backend = *model.backend();
+    const CacheLayout layout = model.cache_layout();
+    pool = std::make_unique<KvPagePool>(backend, layout, options.kv_type, plan.kv_pages);
+    running_slots = std::make_unique<RecurrentStateSlots>(backend, layout, options.max_sequences);
+    snapshot_slots = std::make_unique<RecurrentStateSlots>(backend, layout, plan.snapshot_slots);
+    if (options.prefix_cache) cache = std::make_unique<engine::PrefixCache>(*pool, *snapshot_slots);
+    stats.kv_pages_total = pool->total();
+    stats.state_snapshot_slots = snapshot_slots->total();
     batch.reserve(static_cast<size_t>(options.max_sequences));
     batch_owner.reserve(static_cast<size_t>(options.max_sequences));
     scheduler = std::thread([this] { run(); });
@@ -81,69 +129,190 @@ struct Engine::Impl {
     return true;
   }
 
+  // The pool gauges, for metrics(); called with the mutex held. Counting the cache's
+  // evictable pages walks the cache, so `all` = false leaves that count as it was.
+  void publish_memory(bool all = true) {
+    stats.kv_pages_used = pool->used();
+    if (all) stats.kv_pages_cached = cache ? cache->reclaimable_pages() : 0;
+    stats.kv_pages_reserved = pool->reserved();
+    stats.state_snapshots = cache ? cache->snapshots() : 0;
+  }
+  uint64_t generated_unpublished = 0;  // tokens sampled since stats last counted them
+  Clock::time_point published_at;
+
   void finish(Active& a, const std::string& reason) {
     if (a.finished) return;
     a.finished = true;
     const auto now = Clock::now();
-    a.result.done_reason = reason;
-    a.result.generate_ms = a.first_token == Clock::time_point{} ? 0 : ms_between(a.first_token, now);
-    if (a.p.on_done) a.p.on_done(a.result);
+    GenerationResult& r = a.result;
+    r.done_reason = reason;
+    r.generate_ms = a.first_token == Clock::time_point{} ? 0 : ms_between(a.first_token, now);
+    r.eval_ms = r.generate_ms;
+    r.eval_count = static_cast<int64_t>(r.tokens.size());
+    // The pages go back (or stay only in the prefix cache) before anyone hears of the end.
+    a.seq.reset();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.requests_total;
+      stats.generated_tokens_total += generated_unpublished;
+      generated_unpublished = 0;
+      publish_memory();
+      published_at = now;
+    }
+    if (a.p.on_done) a.p.on_done(r);
   }
 
-  // Moves queued requests into free sequence slots.
+  // Where the prefix cache should keep recurrent-state snapshots of this prompt.
+  std::vector<int64_t> snapshot_points(const GenerationRequest& req, int64_t n, int64_t cached) {
+    std::vector<int64_t> points;
+    if (!cache) return points;
+    for (int64_t pos : req.snapshot_at)
+      if (pos > cached && pos <= n) points.push_back(pos);
+    if (options.snapshot_interval > 0)
+      for (int64_t pos = options.snapshot_interval; pos < n; pos += options.snapshot_interval)
+        if (pos > cached) points.push_back(pos);
+    points.push_back(n);
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    return points;
+  }
+
+  // Starts the request at the head of the queue if a slot and its pages are free. Returns
+  // false when it has to wait.
+  bool admit_head() {
+    Pending* head;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (queue.empty() || active.size() >= static_cast<size_t>(options.max_sequences))
+        return false;
+      head = &queue.front();  // only this thread removes queue entries
+    }
+    const std::vector<int32_t>& prompt = head->request.prompt;
+    const int64_t n = static_cast<int64_t>(prompt.size());
+    const int64_t capacity = n + head->request.max_tokens;
+    auto a = std::make_unique<Active>();
+    a->seq = std::make_unique<KvSequence>(*pool, *running_slots, capacity);
+    engine::PrefixCache::Hit hit;
+    if (cache) hit = cache->lookup(prompt, n - 1);
+    if (hit.tokens > 0) a->seq->adopt_prefix(hit.pages, hit.tokens);
+    // Every page it may write: the shared full pages are never written, a shared last page is
+    // copied first.
+    if (!a->seq->reserve(pages_for(capacity) - hit.tokens / kKvPageTokens)) {
+      if (!active.empty()) return false;  // running requests will give pages back
+      // Alone, the shared last page it holds may be what is missing: start cold instead
+      // (submit checked that a whole request fits the pool).
+      a->seq.reset();
+      a->seq = std::make_unique<KvSequence>(*pool, *running_slots, capacity);
+      hit = {};
+      if (!a->seq->reserve(pages_for(capacity)))
+        throw Error("the KV cache cannot hold " + std::to_string(capacity) + " tokens");
+    }
+    if (hit.tokens > 0)
+      copy_state(*running_slots, a->seq->state_slot(), *snapshot_slots, hit.snapshot_slot);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      a->p = std::move(queue.front());
+      queue.pop_front();
+      ++n_running;
+      ++stats.prefix_cache_lookups;
+      if (hit.tokens > 0) ++stats.prefix_cache_hits;
+      stats.prompt_tokens_total += static_cast<uint64_t>(n);
+      stats.cached_tokens_total += static_cast<uint64_t>(hit.tokens);
+      stats.prompt_tokens_computed_total += static_cast<uint64_t>(n - hit.tokens);
+      stats.prefix_cache_hit_rate = static_cast<double>(stats.cached_tokens_total) /
+                                    static_cast<double>(stats.prompt_tokens_total);
+      publish_memory();
+    }
+    a->started = Clock::now();
+    a->tokens = std::move(a->p.request.prompt);
+    a->tokens.reserve(static_cast<size_t>(capacity));
+    a->prompt_len = n;
+    a->logits.resize(static_cast<size_t>(model.info().n_vocab));
+    a->snapshot_points = snapshot_points(a->p.request, n, hit.tokens);
+    a->block_keys = std::move(hit.keys);
+    a->p.sampler->accept(a->tokens);  // the prompt counts for the repeat window
+    GenerationResult& r = a->result;
+    r.prompt_tokens = n;
+    r.cached_tokens = hit.tokens;
+    r.prompt_eval_count = n - hit.tokens;
+    r.truncated_tokens = a->p.truncated;
+    r.queue_ms = ms_between(a->p.queued_at, a->started);
+    active.push_back(std::move(a));
+    return true;
+  }
+
   void admit() {
-    for (;;) {
+    try {
+      while (admit_head()) {
+      }
+    } catch (const std::exception& e) {
+      // No slot or no memory for the head request although the plan promised them: fail it
+      // rather than the engine.
       Pending p;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (queue.empty() || active.size() >= static_cast<size_t>(options.max_sequences)) return;
+        if (queue.empty()) return;
         p = std::move(queue.front());
         queue.pop_front();
-        ++n_running;
       }
-      auto a = std::make_unique<Active>();
-      a->p = std::move(p);
-      a->started = Clock::now();
-      a->result.prompt_tokens = static_cast<int64_t>(a->p.request.prompt.size());
-      a->result.queue_ms = ms_between(a->p.queued_at, a->started);
-      try {
-        a->seq = model.new_sequence(
-            static_cast<int64_t>(a->p.request.prompt.size()) + a->p.request.max_tokens);
-        a->sampler = std::make_unique<Sampler>(a->p.request.sampling, a->p.request.constraint);
-        a->logits.resize(static_cast<size_t>(model.info().n_vocab));
-      } catch (const std::exception& e) {
-        a->result.error = e.what();
-        finish(*a, "error");
-        std::lock_guard<std::mutex> lock(mutex);
-        --n_running;
-        continue;
-      }
-      active.push_back(std::move(a));
+      GenerationResult r = cancelled_in_queue(p);
+      r.done_reason = "error";
+      r.error = e.what();
+      if (p.on_done) p.on_done(r);
     }
   }
 
+  // Hands the sequence's newly filled pages to the prefix cache.
+  void register_pages(Active& a) {
+    if (!cache) return;
+    const auto pages = a.seq->pages();
+    while (static_cast<int64_t>(a.block_keys.size() + 1) * kKvPageTokens <= a.seq->n_past()) {
+      const size_t i = a.block_keys.size();
+      const BlockKey parent = i == 0 ? BlockKey{} : a.block_keys[i - 1];
+      a.block_keys.push_back(cache->add_block(
+          parent, std::span(a.tokens).subspan(i * kKvPageTokens, kKvPageTokens), pages[i]));
+    }
+  }
+
+  void take_snapshot(Active& a) {
+    const int64_t pos = a.seq->n_past();
+    const int64_t full = pos / kKvPageTokens;
+    const BlockKey base = full == 0 ? BlockKey{} : a.block_keys[static_cast<size_t>(full - 1)];
+    const auto tail = std::span(a.tokens).subspan(static_cast<size_t>(full * kKvPageTokens),
+                                                  static_cast<size_t>(pos - full * kKvPageTokens));
+    const int32_t tail_page = tail.empty() ? -1 : a.seq->pages()[static_cast<size_t>(full)];
+    cache->add_snapshot(base, tail, tail_page, *running_slots, a.seq->state_slot());
+  }
+
   // One step: a token for every decoding request, then prompt chunks in the budget left.
+  // Chunks end at snapshot points, so the state there can be copied.
   void step() {
     batch.clear();
     batch_owner.clear();
     int64_t budget = model.max_batch_tokens();
     for (auto& a : active)
       if (a->next_input >= 0 && budget > 0) {
-        batch.push_back({a->seq.get(), std::span<const int32_t>(&a->next_input, 1), false, a->logits});
+        batch.push_back(
+            {a->seq.get(), std::span<const int32_t>(&a->next_input, 1), false, a->logits});
         batch_owner.push_back(a.get());
         --budget;
       }
+    int64_t prompt_tokens = 0;
     for (auto& a : active) {
-      const auto& prompt = a->p.request.prompt;
-      const int64_t left = static_cast<int64_t>(prompt.size()) - a->prompt_done;
+      const int64_t start = a->seq->n_past();
+      const int64_t left = a->prompt_len - start;
       if (a->next_input >= 0 || left <= 0 || budget <= 0) continue;
-      const int64_t chunk = std::min({left, budget, options.prefill_chunk});
+      int64_t chunk = std::min({left, budget, options.prefill_chunk});
+      if (a->next_point < a->snapshot_points.size())
+        chunk = std::min(chunk, a->snapshot_points[a->next_point] - start);
       const bool completes = chunk == left;
-      batch.push_back({a->seq.get(),
-                       std::span<const int32_t>(prompt.data() + a->prompt_done, static_cast<size_t>(chunk)),
-                       false, completes ? std::span<float>(a->logits) : std::span<float>()});
+      batch.push_back(
+          {a->seq.get(),
+           std::span<const int32_t>(a->tokens.data() + start, static_cast<size_t>(chunk)), false,
+           completes ? std::span<float>(a->logits) : std::span<float>()});
       batch_owner.push_back(a.get());
       budget -= chunk;
+      prompt_tokens += chunk;
     }
     if (batch.empty()) return;
     try {
@@ -155,28 +324,57 @@ struct Engine::Impl {
       }
       return;
     }
+    int64_t generated = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       Active& a = *batch_owner[i];
+      if (a.next_input >= 0) a.tokens.push_back(a.next_input);
+      register_pages(a);
       if (a.next_input < 0) {
-        a.prompt_done += static_cast<int64_t>(batch[i].tokens.size());
-        if (a.prompt_done < static_cast<int64_t>(a.p.request.prompt.size())) continue;
-        a.result.prompt_ms = ms_between(a.started, Clock::now());
+        const int64_t done = a.seq->n_past();
+        if (a.next_point < a.snapshot_points.size() && a.snapshot_points[a.next_point] == done) {
+          take_snapshot(a);
+          ++a.next_point;
+        }
+        if (done < a.prompt_len) continue;
         a.first_token = Clock::now();
+        a.result.prompt_ms = ms_between(a.started, a.first_token);
+        a.result.prompt_eval_ms = a.result.prompt_ms;
       }
-      const int32_t token = a.sampler->sample(a.logits);
+      if (a.p.request.on_logits) a.p.request.on_logits(a.logits);
+      const int32_t token = a.p.sampler->sample(a.logits);
       a.result.tokens.push_back(token);
+      ++generated;
+      ++generated_unpublished;
       const bool keep_going = !a.p.on_token || a.p.on_token(token);
       const auto& stops = a.p.request.stop_tokens;
       const auto& constraint = a.p.request.constraint;
       const bool grammar_end =
           constraint && std::ranges::find(constraint.vocab->end_tokens(), token) !=
                             constraint.vocab->end_tokens().end();
-      if (!keep_going) finish(a, "cancelled");
+      if (!keep_going)
+        finish(a, "cancelled");
       else if (grammar_end || std::find(stops.begin(), stops.end(), token) != stops.end())
         finish(a, "stop");
-      else if (static_cast<int64_t>(a.result.tokens.size()) >= a.p.request.max_tokens) finish(a, "length");
-      else a.next_input = token;
+      else if (static_cast<int64_t>(a.result.tokens.size()) >= a.p.request.max_tokens)
+        finish(a, "length");
+      else
+        a.next_input = token;
     }
+    record_step(generated, prompt_tokens);
+  }
+
+  void record_step(int64_t generated, int64_t prompt_tokens) {
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex);
+    stats.generated_tokens_total += generated_unpublished;
+    generated_unpublished = 0;
+    recent.push_back({now, generated, prompt_tokens});
+    while (!recent.empty() && now - recent.front().at > std::chrono::seconds(10))
+      recent.pop_front();
+    // The evictable count walks the cache; a few times a second is plenty for it.
+    const bool all = now - published_at > std::chrono::milliseconds(100);
+    publish_memory(all);
+    if (all) published_at = now;
   }
 
   void retire_finished() {
@@ -186,14 +384,17 @@ struct Engine::Impl {
       // Ids of requests that are neither queued nor running (already done) are forgotten.
       std::lock_guard<std::mutex> lock(mutex);
       std::erase_if(cancelled, [&](RequestId id) {
-        const bool queued_now = std::any_of(queue.begin(), queue.end(), [&](const Pending& p) { return p.id == id; });
-        const bool running_now = std::any_of(active.begin(), active.end(), [&](const auto& a) { return a->p.id == id; });
+        const bool queued_now =
+            std::any_of(queue.begin(), queue.end(), [&](const Pending& p) { return p.id == id; });
+        const bool running_now =
+            std::any_of(active.begin(), active.end(), [&](const auto& a) { return a->p.id == id; });
         return !queued_now && !running_now;
       });
     }
     const size_t before = active.size();
-    active.erase(std::remove_if(active.begin(), active.end(), [](const auto& a) { return a->finished; }),
-                 active.end());
+    active.erase(
+        std::remove_if(active.begin(), active.end(), [](const auto& a) { return a->finished; }),
+        active.end());
     std::lock_guard<std::mutex> lock(mutex);
     n_running -= before - active.size();
   }
@@ -212,30 +413,35 @@ struct Engine::Impl {
         cancelled.erase(c);
         dropped.push_back(std::move(*it));
         it = queue.erase(it);
+        ++stats.requests_total;
       }
     }
-    for (Pending& p : dropped) {
-      GenerationResult r;
-      r.done_reason = "cancelled";
-      r.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
-      r.queue_ms = ms_between(p.queued_at, Clock::now());
-      if (p.on_done) p.on_done(r);
-    }
+    for (Pending& p : dropped)
+      if (p.on_done) p.on_done(cancelled_in_queue(p));
   }
 
   void run() {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stopping || !queue.empty() || !active.empty(); });
+        wake.wait(lock,
+                  [&] { return stopping || !queue.empty() || !active.empty() || !tasks.empty(); });
         if (stopping) break;
       }
       drop_cancelled_queued();
       admit();
       retire_finished();
+      run_tasks();
+      if (active.empty()) {
+        // Waiting for memory with nothing running cannot end; admit() fails such a head.
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait_for(lock, std::chrono::milliseconds(1));
+        continue;
+      }
       step();
       retire_finished();
     }
+    run_tasks();  // callers are waiting for them
     // Shutting down: every request still known ends as cancelled.
     for (auto& a : active) finish(*a, "cancelled");
     active.clear();
@@ -244,12 +450,41 @@ struct Engine::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       rest.swap(queue);
     }
-    for (Pending& p : rest) {
-      GenerationResult r;
-      r.done_reason = "cancelled";
-      r.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
-      if (p.on_done) p.on_done(r);
+    for (Pending& p : rest)
+      if (p.on_done) p.on_done(cancelled_in_queue(p));
+  }
+
+  void run_tasks() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (tasks.empty()) return;
+        task = std::move(tasks.front());
+        tasks.pop_front();
+      }
+      task();
     }
+  }
+
+  // Truncates or refuses a prompt that does not fit; returns the tokens dropped.
+  int64_t fit_context(GenerationRequest& request) const {
+    const int64_t n = static_cast<int64_t>(request.prompt.size());
+    if (n + request.max_tokens <= options.context) return 0;
+    if (!request.truncate)
+      throw Error("prompt (" + std::to_string(n) + " tokens) plus max_tokens (" +
+                  std::to_string(request.max_tokens) + ") exceed the context of " +
+                  std::to_string(options.context) + " tokens");
+    const int64_t keep = std::clamp<int64_t>(request.num_keep, 0, n);
+    const int64_t room = options.context - request.max_tokens;
+    if (room <= keep)
+      throw Error("cannot truncate the prompt: max_tokens (" + std::to_string(request.max_tokens) +
+                  ") and num_keep (" + std::to_string(keep) + ") leave no room in the context of " +
+                  std::to_string(options.context) + " tokens");
+    const int64_t drop = n - room;
+    request.prompt.erase(request.prompt.begin() + keep, request.prompt.begin() + keep + drop);
+    for (int64_t& pos : request.snapshot_at) pos = pos <= keep ? pos : pos - drop;
+    return drop;
   }
 };
 
@@ -258,26 +493,44 @@ Engine::Engine(Model& model, EngineOptions options)
 
 Engine::~Engine() = default;
 
+void Engine::run_exclusive(const std::function<void(Model&)>& task) {
+  std::packaged_task<void()> job([&] { task(impl_->model); });
+  std::future<void> done = job.get_future();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stopping) throw Error("the engine is shutting down");
+    impl_->tasks.push_back([&job] { job(); });
+  }
+  impl_->wake.notify_all();
+  done.get();
+}
+
 Engine::RequestId Engine::submit(GenerationRequest request, OnToken on_token, OnDone on_done) {
   if (request.prompt.empty()) throw Error("the prompt has no tokens");
   if (request.max_tokens < 1) throw Error("max_tokens must be at least 1");
-  const int64_t needed = static_cast<int64_t>(request.prompt.size()) + request.max_tokens;
-  if (needed > impl_->options.context)
-    throw Error("prompt (" + std::to_string(request.prompt.size()) + " tokens) plus max_tokens (" +
-                std::to_string(request.max_tokens) + ") exceed the context of " +
-                std::to_string(impl_->options.context) + " tokens");
   const int64_t vocab = impl_->model.info().n_vocab;
   for (int32_t t : request.prompt)
     if (t < 0 || t >= vocab)
       throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                   std::to_string(vocab - 1) + ")");
+  for (const auto& [token, bias] : request.sampling.logit_bias)
+    if (token < 0 || token >= vocab)
+      throw Error("logit_bias names token " + std::to_string(token) +
+                  ", outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+  const int64_t truncated = impl_->fit_context(request);
+  const int64_t pages = pages_for(static_cast<int64_t>(request.prompt.size()) + request.max_tokens);
+  if (pages > impl_->plan.kv_pages)
+    throw Error("the request needs " + std::to_string(pages) + " KV pages but the pool holds " +
+                std::to_string(impl_->plan.kv_pages) + " (raise kv_pool_bytes)");
+  auto sampler = std::make_unique<Sampler>(request.sampling, request.constraint);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->stopping) throw Error("the engine is shutting down");
   if (impl_->queue.size() >= impl_->options.max_queue)
     throw EngineBusy("server busy: " + std::to_string(impl_->queue.size()) +
                      " requests are already waiting");
   const RequestId id = impl_->next_id++;
-  impl_->queue.push_back({id, std::move(request), std::move(on_token), std::move(on_done), Clock::now()});
+  impl_->queue.push_back({id, std::move(request), std::move(sampler), std::move(on_token),
+                          std::move(on_done), Clock::now(), truncated});
   impl_->wake.notify_all();
   return id;
 }
@@ -313,5 +566,27 @@ size_t Engine::queued() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->queue.size();
 }
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  EngineMetrics m = impl_->stats;
+  m.running = impl_->n_running;
+  m.queued = impl_->queue.size();
+  const auto& recent = impl_->recent;
+  if (!recent.empty()) {
+    const double seconds =
+        std::max(1e-3, std::chrono::duration<double>(Clock::now() - recent.front().at).count());
+    int64_t generated = 0, prompt = 0;
+    for (const auto& r : recent) {
+      generated += r.generated;
+      prompt += r.prompt;
+    }
+    m.generate_tokens_per_second = static_cast<double>(generated) / seconds;
+    m.prompt_tokens_per_second = static_cast<double>(prompt) / seconds;
+  }
+  return m;
+}
+
+const MemoryPlan& Engine::memory_plan() const { return impl_->plan; }
 
 }  // namespace hostlm

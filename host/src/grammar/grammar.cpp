@@ -41,6 +41,10 @@ std::string json_schema_to_gbnf(std::string_view schema_text) {
 
 std::string json_object_gbnf() { return grammar::json_object_gbnf(); }
 
+std::string json_gbnf_rules() { return grammar::json_base_rules(); }
+
+std::string gbnf_literal(std::string_view text) { return grammar::gbnf_literal(text); }
+
 void TokenBitmask::reset(int32_t n_tokens, bool value) {
   size = n_tokens;
   words.assign((static_cast<size_t>(n_tokens) + 63) / 64, value ? ~uint64_t{0} : 0);

@@ -129,6 +129,43 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const Chat
   return ids;
 }
 
+std::vector<int64_t> chat_reuse_points(const Tokenizer& tokenizer, const ChatFormat& format,
+                                       const Conversation& conversation,
+                                       const ChatRenderOptions& options,
+                                       std::span<const int32_t> prompt) {
+  ChatRenderOptions history = options;
+  history.add_generation_prompt = false;
+  std::vector<int64_t> points;
+  for (const char* follow_up : {"user", "tool"}) {
+    Conversation next = conversation;
+    for (const char* role : {"assistant", follow_up}) {
+      ChatMessage m;
+      m.role = role;
+      m.content = "x";  // any text: only where the messages start matters
+      next.messages.push_back(m);
+    }
+    std::vector<int32_t> ids;
+    try {
+      ids = tokenize_chat_prompt(tokenizer, format, next, history);
+    } catch (const Error&) {
+      continue;  // a format that refuses this follow-up has no point for it
+    }
+    const auto diverge = std::mismatch(prompt.begin(), prompt.end(), ids.begin(), ids.end());
+    const int64_t shared = static_cast<int64_t>(diverge.first - prompt.begin());
+    if (shared < static_cast<int64_t>(prompt.size())) points.push_back(shared);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  return points;
+}
+
+int64_t chat_reuse_point(const Tokenizer& tokenizer, const ChatFormat& format,
+                         const Conversation& conversation, const ChatRenderOptions& options,
+                         std::span<const int32_t> prompt) {
+  const auto points = chat_reuse_points(tokenizer, format, conversation, options, prompt);
+  return points.empty() ? 0 : points.front();
+}
+
 std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer) {
   std::vector<int32_t> ids;
   if (const auto eos = tokenizer.eos_id()) ids.push_back(*eos);

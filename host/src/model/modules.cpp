@@ -15,7 +15,7 @@ Scratch::Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buff
 // Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output. Buffers 4/5 belong to the
 // caller (the residual stream and the normed input).
 void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
-                             const int32_t* positions, std::span<const SequenceSlice> slices,
+                             const int32_t* positions, std::span<const PagedSequence> seqs,
                              float* out) const {
   const int64_t q_width = n_head * head_dim * (output_gate ? 2 : 1);
   const int64_t kv_width = n_head_kv * head_dim;
@@ -33,22 +33,16 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.rms_norm(k, head_dim, k, head_dim, T * n_head_kv, head_dim, k_norm.weight.data(), k_norm.eps);
   be.rope_neox(qg, q_width, T, n_head, q_head_stride, rot_dims, positions, rope_theta);
   be.rope_neox(k, kv_width, T, n_head_kv, head_dim, rot_dims, positions, rope_theta);
-  for (const SequenceSlice& sl : slices) {
-    be.copy_rows(sl.kv.k + sl.n_past * kv_width, kv_width, k + sl.row * kv_width, kv_width, sl.T,
-                 kv_width);
-    be.copy_rows(sl.kv.v + sl.n_past * kv_width, kv_width, v + sl.row * kv_width, kv_width, sl.T,
-                 kv_width);
-  }
+  // New keys and values first: the queries then read them from the pages, rounded to the
+  // page type exactly as later queries will, so chunking never changes a result.
+  be.kv_store(seqs, k, v);
   // Queries are read with a per-head stride through a compacted copy.
-  float* q = k;  // k is in the caches now; reuse its scratch for compacted queries
+  float* q = k;  // k is in the pages now; reuse its scratch for compacted queries
   if (s.width() < n_head * head_dim) throw Error("scratch too small for attention queries");
   be.copy_rows(q, head_dim, qg, q_head_stride, T * n_head, head_dim);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-  for (const SequenceSlice& sl : slices)
-    be.attention(q + sl.row * q_width_compact, static_cast<size_t>(q_width_compact), sl.kv.k,
-                 sl.kv.v, sl.T, sl.n_past + sl.T, n_head, n_head_kv, head_dim, scale,
-                 attn + sl.row * q_width_compact);
+  be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
   if (output_gate) {
     // Gates: the second half of each head's rows in qg; compact them next to the output.
     float* gate = v;

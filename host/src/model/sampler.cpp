@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,14 @@ Sampler::Sampler(const SamplerParams& params, GrammarConstraint constraint)
     throw Error("repeat_penalty must be above 0, not " + std::to_string(params.repeat_penalty));
   if (params.repeat_last_n < 0)
     throw Error("repeat_last_n must not be negative, not " + std::to_string(params.repeat_last_n));
+  if (!(params.typical_p > 0.f && params.typical_p <= 1.f))
+    throw Error("typical_p must be above 0 and at most 1, not " + std::to_string(params.typical_p));
+  if (std::isnan(params.presence_penalty) || std::isnan(params.frequency_penalty))
+    throw Error("presence_penalty and frequency_penalty must be numbers");
+  for (const auto& [token, bias] : params.logit_bias)
+    if (token < 0 || std::isnan(bias))
+      throw Error("logit_bias: token " + std::to_string(token) + " with bias " +
+                  std::to_string(bias) + " (ids are not negative, biases are numbers)");
   recent_.reserve(static_cast<size_t>(params.repeat_last_n));
   recent_sorted_.reserve(static_cast<size_t>(params.repeat_last_n));
   if (constraint_.grammar) {
@@ -61,30 +70,72 @@ void Sampler::clear_history() {
   recent_next_ = 0;
 }
 
-void Sampler::unique_recent() {
-  // A token seen several times is penalised once, as llama.cpp's repeat penalty does.
+void Sampler::count_recent() {
   recent_sorted_.assign(recent_.begin(), recent_.end());
   std::sort(recent_sorted_.begin(), recent_sorted_.end());
-  recent_sorted_.erase(std::unique(recent_sorted_.begin(), recent_sorted_.end()),
-                       recent_sorted_.end());
+  seen_.clear();
+  for (int32_t t : recent_sorted_) {
+    if (!seen_.empty() && seen_.back().first == t) ++seen_.back().second;
+    else seen_.emplace_back(t, 1);
+  }
+}
+
+int Sampler::seen_count(int32_t token) const {
+  auto it = std::lower_bound(seen_.begin(), seen_.end(), std::pair<int32_t, int>(token, 0));
+  return it != seen_.end() && it->first == token ? it->second : 0;
+}
+
+float Sampler::adjusted(float logit, int count) const {
+  if (count == 0) return logit;
+  // A token seen several times is repeat-penalised once, as llama.cpp's repeat penalty does.
+  if (params_.repeat_penalty != 1.f)
+    logit = logit > 0.f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
+  return logit - static_cast<float>(count) * params_.frequency_penalty - params_.presence_penalty;
+}
+
+size_t Sampler::typical_filter(size_t keep, double total) {
+  // Entropy of the kept candidates' distribution, then each token's distance from it.
+  double entropy = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    const double p = candidates_[i].first / total;
+    if (p > 0.0) entropy -= p * std::log(p);
+  }
+  typical_.clear();
+  for (size_t i = 0; i < keep; ++i) {
+    const double p = candidates_[i].first / total;
+    typical_.emplace_back(p > 0.0 ? std::abs(-std::log(p) - entropy) : INFINITY, i);
+  }
+  std::stable_sort(typical_.begin(), typical_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // The most typical first until their mass reaches typical_p; at least one.
+  double mass = 0.0;
+  size_t taken = 0;
+  while (taken < keep && (taken == 0 || mass < params_.typical_p)) {
+    mass += candidates_[typical_[taken].second].first / total;
+    ++taken;
+  }
+  // Keep those, in their original (most likely first) order.
+  std::sort(typical_.begin(), typical_.begin() + static_cast<std::ptrdiff_t>(taken),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  for (size_t i = 0; i < taken; ++i) candidates_[i] = candidates_[typical_[i].second];
+  return taken;
 }
 
 int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
   const int32_t n = mask ? std::min(static_cast<int32_t>(logits.size()), mask->size)
                          : static_cast<int32_t>(logits.size());
   const bool penalize = penalizing() && !recent_.empty();
-  if (penalize) unique_recent();
-  auto penalized = [this](float logit) {
-    return logit > 0.f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
-  };
+  if (penalize) count_recent();
+  const bool adjusting = penalize || !params_.logit_bias.empty();
   int32_t picked = 0;
   if (mask) {
     // Only the allowed tokens become candidates, so the rest cannot be picked even by
-    // rounding in the draw below. The penalty is looked up per candidate.
+    // rounding in the draw below. Biases and penalties are looked up per candidate.
     auto score = [&](int32_t i) {
-      const bool seen =
-          penalize && std::binary_search(recent_sorted_.begin(), recent_sorted_.end(), i);
-      return seen ? penalized(logits[i]) : logits[i];
+      float logit = logits[i];
+      if (!params_.logit_bias.empty())
+        if (auto b = params_.logit_bias.find(i); b != params_.logit_bias.end()) logit += b->second;
+      return penalize ? adjusted(logit, seen_count(i)) : logit;
     };
     if (params_.temperature <= 0.f) {
       picked = -1;
@@ -101,20 +152,24 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
       if (mask->test(i)) candidates_.emplace_back(score(i), i);
   } else if (params_.temperature <= 0.f) {
     std::span<const float> scores = logits;
-    if (penalize) {
+    if (adjusting) {
       penalized_.assign(logits.begin(), logits.end());
-      for (int32_t t : recent_sorted_)
-        if (t >= 0 && t < n) penalized_[t] = penalized(penalized_[t]);
+      for (const auto& [t, bias] : params_.logit_bias)
+        if (t < n) penalized_[t] += bias;
+      if (penalize)
+        for (const auto& [t, count] : seen_)
+          if (t >= 0 && t < n) penalized_[t] = adjusted(penalized_[t], count);
       scores = penalized_;
     }
     return static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
   } else {
     candidates_.resize(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) candidates_[i] = {logits[i], i};
-    if (penalize) {
-      for (int32_t t : recent_sorted_)
-        if (t >= 0 && t < n) candidates_[t].first = penalized(candidates_[t].first);
-    }
+    for (const auto& [t, bias] : params_.logit_bias)
+      if (t < n) candidates_[t].first += bias;
+    if (penalize)
+      for (const auto& [t, count] : seen_)
+        if (t >= 0 && t < n) candidates_[t].first = adjusted(candidates_[t].first, count);
   }
   if (candidates_.empty()) return -1;
   auto by_logit = [](const auto& a, const auto& b) {
@@ -128,10 +183,16 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
     std::sort(candidates_.begin(), candidates_.end(), by_logit);
   }
   const float max_logit = candidates_[0].first;
+  if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
     candidates_[i].first = std::exp((candidates_[i].first - max_logit) / params_.temperature);
     total += candidates_[i].first;
+  }
+  if (params_.typical_p < 1.f) {
+    keep = typical_filter(keep, total);
+    total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
   }
   if (params_.top_p < 1.f) {
     double mass = 0.0;
@@ -146,10 +207,13 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
     for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
   }
   if (params_.min_p > 0.f) {
-    // Weights are relative to the most likely token (whose weight is exp(0) = 1), so the
-    // min-p threshold needs no normalisation.
-    size_t kept = 1;
-    while (kept < keep && candidates_[kept].first >= params_.min_p * candidates_[0].first) ++kept;
+    // Relative to the most likely token left (after typical sampling, maybe not the first
+    // candidate's exp(0) = 1).
+    float best = 0.f;
+    for (size_t i = 0; i < keep; ++i) best = std::max(best, candidates_[i].first);
+    size_t kept = 0;
+    for (size_t i = 0; i < keep; ++i)
+      if (candidates_[i].first >= params_.min_p * best) candidates_[kept++] = candidates_[i];
     if (kept < keep) {
       keep = kept;
       total = 0.0;

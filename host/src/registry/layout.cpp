@@ -3,14 +3,14 @@
 
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace fs = std::filesystem;
 
 namespace hostlm::registry {
 
-fs::path build_manifest_dir() { return fs::path(HOSTLM_BUILD_MANIFEST_DIR); }
-fs::path build_plugin_dir() { return fs::path(HOSTLM_BUILD_PLUGIN_DIR); }
 fs::path install_manifest_subdir() { return fs::path(HOSTLM_INSTALL_MANIFEST_SUBDIR); }
 fs::path install_plugin_subdir() { return fs::path(HOSTLM_INSTALL_PLUGIN_SUBDIR); }
 
@@ -53,15 +53,34 @@ fs::path this_library_dir() {
   return self.parent_path();
 }
 
-bool running_from_build_tree() {
-  fs::path here = this_library_dir();
-  if (here.empty()) return false;
+std::optional<BuildTree> build_tree_for(const fs::path& module_dir) {
+  // libhostlm.so sits in <build>/lib; room objects linked into an executable sit in
+  // <build>/bin. Only those two exact places count, so an install into a folder inside the
+  // build tree is still an install.
+  const fs::path dir = module_dir.lexically_normal();
+  const fs::path name = dir.has_filename() ? dir.filename() : dir.parent_path().filename();
+  if (name != "lib" && name != "bin") return std::nullopt;
+  BuildTree tree;
+  tree.root = (dir.has_filename() ? dir : dir.parent_path()).parent_path();
+  const fs::path marker = tree.root / kBuildTreeMarker;
   std::error_code ec;
-  // libhostlm.so in <build>/lib, or room objects linked into an executable in <build>/bin.
-  // An exact match rather than "somewhere under <build>" keeps an install into a folder
-  // inside the build tree counted as installed.
-  return fs::equivalent(here, build_plugin_dir(), ec) ||
-         fs::equivalent(here, build_manifest_dir().parent_path() / "bin", ec);
+  if (!fs::is_regular_file(marker, ec)) return std::nullopt;
+  // The marker is CMake's own file; an unreadable one still marks the tree, without sources.
+  std::ifstream in(marker);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && doc.contains("source_dir") && doc["source_dir"].is_string())
+    tree.source_dir = doc["source_dir"].get<std::string>();
+  return tree;
 }
+
+std::optional<BuildTree> build_tree() {
+  static const std::optional<BuildTree> tree = [] {
+    const fs::path here = this_library_dir();
+    return here.empty() ? std::nullopt : build_tree_for(here);
+  }();
+  return tree;
+}
+
+bool running_from_build_tree() { return build_tree().has_value(); }
 
 }  // namespace hostlm::registry

@@ -6,9 +6,23 @@
 
 namespace hostlm::registry {
 
-// The build tree this libhostlm was compiled in (may no longer exist).
-std::filesystem::path build_manifest_dir();
-std::filesystem::path build_plugin_dir();
+// A build tree this libhostlm runs from. It is recognised by the marker file CMake writes at
+// the top of every build tree (kBuildTreeMarker, never installed) one folder above
+// libhostlm's own, so no build path is compiled into the library and an installed copy can
+// never read the build tree it came from.
+struct BuildTree {
+  std::filesystem::path root;
+  std::filesystem::path source_dir;  // the sources it was configured from; empty if unknown
+  std::filesystem::path manifest_dir() const { return root / "manifests"; }
+  std::filesystem::path plugin_dir() const { return root / "lib"; }
+};
+inline constexpr const char* kBuildTreeMarker = "hostlm-build-tree.json";
+
+// The build tree whose <root>/lib or <root>/bin holds `module_dir`, if it is one.
+std::optional<BuildTree> build_tree_for(const std::filesystem::path& module_dir);
+
+// The build tree this libhostlm runs from, if it does.
+std::optional<BuildTree> build_tree();
 
 // Relative to the install prefix, as GNUInstallDirs chose them (absolute if the builder
 // asked for absolute install dirs).
@@ -27,8 +41,8 @@ std::optional<std::filesystem::path> install_prefix_for(const std::filesystem::p
 // The folder of the module (libhostlm.so) this code runs in.
 std::filesystem::path this_library_dir();
 
-// True when this libhostlm runs from the build tree it was built in. An installed host must
-// not also read the build tree's manifests: both copies would claim the same architectures.
+// True when this libhostlm runs from a build tree. An installed host must not also read the
+// build tree's manifests: both copies would claim the same architectures.
 bool running_from_build_tree();
 
 }  // namespace hostlm::registry

@@ -17,7 +17,8 @@ std::vector<fs::path> library_dirs_for(const fs::path& manifest_dir) {
     dirs.push_back(manifest_dir.parent_path());
   }
   std::error_code ec;
-  if (fs::equivalent(manifest_dir, build_manifest_dir(), ec)) dirs.push_back(build_plugin_dir());
+  if (auto tree = build_tree(); tree && fs::equivalent(manifest_dir, tree->manifest_dir(), ec))
+    dirs.push_back(tree->plugin_dir());
 
   std::vector<fs::path> unique;
   for (const fs::path& dir : dirs) {

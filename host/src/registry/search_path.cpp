@@ -58,7 +58,7 @@ namespace hostlm {
 
 std::vector<fs::path> PluginRegistry::default_search_path() {
   std::vector<fs::path> dirs;
-  if (registry::running_from_build_tree()) dirs.push_back(registry::build_manifest_dir());
+  if (auto tree = registry::build_tree()) dirs.push_back(tree->manifest_dir());
   if (auto installed = registry::installed_manifest_dir()) dirs.push_back(*installed);
   if (const char* env = std::getenv("HOSTLM_PLUGIN_PATH"))
     for (fs::path& dir : registry::split_path_list(env)) dirs.push_back(std::move(dir));

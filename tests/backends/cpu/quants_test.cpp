@@ -219,7 +219,6 @@ TEST_P(QuantTypes, LoadWeightAndMatmul) {
   EXPECT_EQ(w.type, tc.type);
   EXPECT_EQ(w.row_bytes, static_cast<size_t>(blocks_per_row) * ref.traits.block_bytes);
 
-  // One token reads the stored rows directly; several expand each row to float32 first.
   for (const int64_t T : {int64_t{1}, int64_t{3}, int64_t{6}}) {
     std::vector<float> x(T * cols), y(T * rows), w_row(cols);
     std::mt19937 rng(5);
@@ -234,7 +233,9 @@ TEST_P(QuantTypes, LoadWeightAndMatmul) {
           exact += static_cast<double>(w_row[i]) * x[t * cols + i];
           magnitude += std::fabs(static_cast<double>(w_row[i]) * x[t * cols + i]);
         }
-        EXPECT_LE(std::fabs(y[t * rows + r] - exact), 1e-5 * magnitude + 1e-30)
+        // matmul quantizes the activations to 8 bits per block (qgemm_test.cpp holds the
+        // exact bound); 1% of sum |w x| is far above that rounding and far below an error.
+        EXPECT_LE(std::fabs(y[t * rows + r] - exact), 1e-2 * magnitude + 1e-30)
             << "T " << T << " row " << r << " token " << t;
       }
     }

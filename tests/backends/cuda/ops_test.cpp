@@ -192,37 +192,7 @@ TEST_F(CudaOps, RopeNeoxPartialStridedAndFarPositions) {
   expect_close(x, from_gpu(xd->data(), x.size()), "rope_neox, second call");
 }
 
-struct AttentionCase {
-  int64_t T, n_past, n_head, n_head_kv, head_dim;
-};
-
-class CudaAttention : public CudaOps, public ::testing::WithParamInterface<AttentionCase> {};
-
-TEST_P(CudaAttention, MatchesCpu) {
-  const AttentionCase c = GetParam();
-  const int64_t n_kv = c.n_past + c.T;
-  const size_t q_stride = static_cast<size_t>(c.n_head * c.head_dim + 8);
-  const std::vector<float> q = random(c.T * q_stride, -2.f, 2.f);
-  const std::vector<float> k =
-      random(static_cast<size_t>(n_kv * c.n_head_kv * c.head_dim), -2.f, 2.f);
-  const std::vector<float> v = random(k.size());
-  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  std::vector<float> want(static_cast<size_t>(c.T * c.n_head * c.head_dim));
-  cpu_->attention(q.data(), q_stride, k.data(), v.data(), c.T, n_kv, c.n_head, c.n_head_kv,
-                  c.head_dim, scale, want.data());
-  auto qd = to_gpu(q), kd = to_gpu(k), vd = to_gpu(v);
-  auto od = gpu_->alloc(want.size());
-  gpu_->attention(qd->data(), q_stride, kd->data(), vd->data(), c.T, n_kv, c.n_head, c.n_head_kv,
-                  c.head_dim, scale, od->data());
-  expect_close(want, from_gpu(od->data(), want.size()), "attention");
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
-                         ::testing::Values(AttentionCase{1, 0, 4, 2, 32},
-                                           AttentionCase{5, 7, 4, 2, 32},
-                                           AttentionCase{3, 130, 8, 2, 256},
-                                           AttentionCase{1, 300, 2, 1, 64},
-                                           AttentionCase{70, 0, 4, 4, 48}));
+// Paged attention and kv_store: paged_attention_test.cpp.
 
 TEST_F(CudaOps, ElementwiseOps) {
   const size_t n = 1000;

@@ -62,6 +62,7 @@ TEST_F(EngineTest, ConcurrentRequestsMatchRunningAlone) {
   EngineOptions options;
   options.max_sequences = 3;  // the fourth waits in the queue
   options.prefill_chunk = 40;
+  options.kv_type = DType::F32;  // the reference path keeps float32 keys and values
   Engine engine(loaded.model(), options);
   std::mutex m;
   std::condition_variable cv;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "registry/layout.h"
 #include "registry/library_locator.h"
@@ -101,6 +102,33 @@ TEST(InstallLayout, PrefixIsDerivedFromWhereLibhostlmSits) {
   // Running from the build tree, which is not an install.
   EXPECT_TRUE(registry::running_from_build_tree());
   EXPECT_TRUE(fs::equivalent(registry::this_library_dir(), build_dir() / "lib"));
+}
+
+TEST(InstallLayout, BuildTreeIsRecognisedByItsMarkerOnly) {
+  TempDir root;
+  fs::create_directories(root.path() / "lib");
+  fs::create_directories(root.path() / "share");
+  // No marker: an installed tree, even though it has lib/.
+  EXPECT_EQ(registry::build_tree_for(root.path() / "lib"), std::nullopt);
+
+  std::ofstream(root.path() / registry::kBuildTreeMarker) << R"({"source_dir": "/src/hostlm"})";
+  for (const fs::path& dir : {root.path() / "lib", root.path() / "bin/", root.path() / "lib/."}) {
+    const auto tree = registry::build_tree_for(dir);
+    ASSERT_TRUE(tree.has_value()) << dir;
+    EXPECT_EQ(tree->root, root.path());
+    EXPECT_EQ(tree->source_dir, fs::path("/src/hostlm"));
+    EXPECT_EQ(tree->manifest_dir(), root.path() / "manifests");
+    EXPECT_EQ(tree->plugin_dir(), root.path() / "lib");
+  }
+  // Only <root>/lib and <root>/bin count: an install prefix inside a build tree is an install.
+  EXPECT_EQ(registry::build_tree_for(root.path() / "share"), std::nullopt);
+  EXPECT_EQ(registry::build_tree_for(root.path() / "inst/lib"), std::nullopt);
+
+  // A marker that is not JSON still marks the tree; only the sources are unknown.
+  std::ofstream(root.path() / registry::kBuildTreeMarker) << "not json";
+  const auto tree = registry::build_tree_for(root.path() / "lib");
+  ASSERT_TRUE(tree.has_value());
+  EXPECT_TRUE(tree->source_dir.empty());
 }
 
 TEST(InstallLayout, InstalledManifestFindsItsLibraryInThePluginFolder) {

@@ -1,0 +1,54 @@
+#include "hostlm/http/json_fields.h"
+
+#include "hostlm/http/server.h"
+
+namespace hostlm::http {
+
+ToolChoice parse_tool_choice(const nlohmann::json& value) {
+  ToolChoice c;
+  if (value.is_null()) return c;
+  if (value.is_string()) {
+    const std::string s = value.get<std::string>();
+    if (s == "auto") return c;
+    if (s == "none") {
+      c.kind = ToolChoice::Kind::kNone;
+    } else if (s == "required" || s == "any") {
+      c.kind = ToolChoice::Kind::kRequired;
+    } else {
+      throw HttpError(
+          400,
+          "tool_choice must be \"auto\", \"none\", \"required\" or a function, not \"" + s + "\"");
+    }
+    return c;
+  }
+  if (value.is_object()) {
+    const nlohmann::json& fn = value.contains("function") ? value["function"] : value;
+    if (fn.is_object() && fn.contains("name") && fn["name"].is_string()) {
+      c.kind = ToolChoice::Kind::kFunction;
+      c.function = fn["name"].get<std::string>();
+      return c;
+    }
+  }
+  throw HttpError(400,
+                  "tool_choice must be \"auto\", \"none\", \"required\" or "
+                  "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+}
+
+std::vector<std::string> parse_stop(const nlohmann::json& value) {
+  std::vector<std::string> out;
+  if (value.is_null()) return out;
+  if (value.is_string()) {
+    out.push_back(value.get<std::string>());
+    return out;
+  }
+  if (value.is_array()) {
+    for (const auto& s : value) {
+      if (!s.is_string()) throw HttpError(400, "stop must be a string or a list of strings");
+      out.push_back(s.get<std::string>());
+    }
+    return out;
+  }
+  throw HttpError(400, "stop must be a string or a list of strings");
+}
+
+}  // namespace hostlm::http

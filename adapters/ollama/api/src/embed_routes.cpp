@@ -1,0 +1,88 @@
+// POST /api/embed (batch) and the legacy POST /api/embeddings.
+#include <chrono>
+
+#include "hostlm/ollama/api_requests.h"
+#include "routes.h"
+
+namespace hostlm::ollama {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using http::Exchange;
+using http::HttpError;
+
+struct EmbedCall {
+  std::string model;
+  std::optional<std::chrono::nanoseconds> keep_alive;
+  std::optional<int64_t> num_ctx;
+};
+
+EmbedCall read_call(const Json& body) {
+  EmbedCall call;
+  call.model = body.value("model", std::string());
+  if (call.model.empty()) throw HttpError(400, "model is required");
+  call.keep_alive = parse_keep_alive(body.value("keep_alive", Json()));
+  call.num_ctx = options_from_json(body.value("options", Json())).num_ctx;
+  return call;
+}
+
+void embed(ApiContext& ctx, Exchange& ex) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Json body = ex.json();
+  const EmbedCall call = read_call(body);
+  ex.log().model = call.model;
+  std::vector<std::string> inputs;
+  const Json input = body.value("input", Json());
+  if (input.is_string()) {
+    inputs.push_back(input.get<std::string>());
+  } else if (input.is_array()) {
+    for (const Json& item : input) {
+      if (!item.is_string()) throw HttpError(400, "input must be a string or a list of strings");
+      inputs.push_back(item.get<std::string>());
+    }
+  } else if (!input.is_null()) {
+    throw HttpError(400, "input must be a string or a list of strings");
+  }
+  int dimensions = 0;
+  if (const auto d = body.find("dimensions"); d != body.end() && !d->is_null()) {
+    if (!d->is_number_integer() || d->get<int64_t>() < 1)
+      throw HttpError(400, "dimensions must be a positive integer");
+    dimensions = d->get<int>();
+  }
+  ModelLease lease =
+      ctx.models.acquire(call.model, {.keep_alive = call.keep_alive, .context = call.num_ctx});
+  const auto result = lease.embed(inputs, body.value("truncate", true), dimensions);
+  Json j = Json::object();
+  j["model"] = call.model;
+  j["embeddings"] = result.vectors;
+  j["total_duration"] =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (lease.load_duration().count() > 0) j["load_duration"] = lease.load_duration().count();
+  j["prompt_eval_count"] = result.prompt_tokens;
+  ex.log().prompt_tokens = result.prompt_tokens;
+  ex.send_json(200, j);
+}
+
+void embeddings(ApiContext& ctx, Exchange& ex) {
+  const Json body = ex.json();
+  const EmbedCall call = read_call(body);
+  ex.log().model = call.model;
+  const std::string prompt = body.value("prompt", std::string());
+  ModelLease lease =
+      ctx.models.acquire(call.model, {.keep_alive = call.keep_alive, .context = call.num_ctx});
+  if (prompt.empty()) return ex.send_json(200, {{"embedding", Json::array()}});
+  const auto result = lease.embed({prompt}, true);
+  ex.log().prompt_tokens = result.prompt_tokens;
+  ex.send_json(200, {{"embedding", result.vectors.at(0)}});
+}
+
+}  // namespace
+
+void add_embed_routes(http::Server& server, std::shared_ptr<ApiContext> ctx) {
+  server.route("POST", "/api/embed", with_store_errors([ctx](Exchange& ex) { embed(*ctx, ex); }));
+  server.route("POST", "/api/embeddings",
+               with_store_errors([ctx](Exchange& ex) { embeddings(*ctx, ex); }));
+}
+
+}  // namespace hostlm::ollama

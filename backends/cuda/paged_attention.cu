@@ -1,0 +1,426 @@
+// Paged KV: storing new keys/values into a sequence's pages and causal attention read through
+// its page table (the CPU backend's backends/cpu/paged_kv.cpp is the reference).
+//
+// Layout (hostlm/ops.h): page p of a layer holds kKvPageTokens (32) token rows of
+// n_head_kv * head_dim values at base + p * page_bytes; a row is F32, F16 or Q8_0 (blocks of
+// 34 bytes: f16 scale, 32 int8). A batch mixes sequences: rows [row, row + T) of the batch
+// belong to descs[s], whose page-table entries start at pages + descs[s].page_offset and whose
+// storage is at base + descs[s].k_offset / v_offset (0 when all share one pool).
+//
+// Attention (head_dim <= 256, 1, 2, 4 or 8 query heads per KV head): one block per (query
+// row, KV head, split of the keys). The block's four warps take every fourth key of its
+// split; a lane holds head_dim / 32 of the dimensions of each query head of the group, so
+// one load of a key or value row serves all of them. Each warp keeps an online softmax per
+// head, the warps merge in shared memory, and when the keys were split (few rows, long
+// context: flash-decoding) a second kernel merges the splits. Other shapes use a plain
+// kernel: one block per (row, head), keys page by page.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "common.cuh"
+#include "kernels.h"
+
+namespace hostlm::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kPage = 32;
+constexpr int kDimsPerThread = kAttentionMaxHeadDim / kThreads;
+constexpr int kQ8BlockBytes = 34;
+
+// Value d of a row segment that starts at a block boundary, as float32.
+struct LoadF32 {
+  static __device__ __forceinline__ float at(const char* seg, int64_t d) {
+    return reinterpret_cast<const float*>(seg)[d];
+  }
+};
+struct LoadF16 {
+  static __device__ __forceinline__ float at(const char* seg, int64_t d) {
+    return __half2float(reinterpret_cast<const __half*>(seg)[d]);
+  }
+};
+struct LoadQ8 {
+  static __device__ __forceinline__ float at(const char* seg, int64_t d) {
+    const char* blk = seg + (d / 32) * kQ8BlockBytes;
+    const float scale = __half2float(*reinterpret_cast<const __half*>(blk));
+    return scale * static_cast<float>(static_cast<signed char>(blk[2 + d % 32]));
+  }
+};
+
+__device__ __forceinline__ int64_t segment_offset(DType type, int64_t first) {
+  return type == DType::F32   ? first * 4
+         : type == DType::F16 ? first * 2
+                              : (first / 32) * kQ8BlockBytes;
+}
+
+template <typename Load>
+__global__ void __launch_bounds__(kThreads)
+    paged_attention_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
+                           float scale, float* out) {
+  __shared__ float qs[kAttentionMaxHeadDim];
+  __shared__ float scores[kPage];
+  const int64_t r = blockIdx.x, h = blockIdx.y;
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0) return;
+  const PagedSeqDesc desc = b.descs[s];
+  const int64_t t = r - desc.row;
+  const int64_t hd = b.head_dim;
+  const int64_t kvh = h / (n_head / b.n_head_kv);
+  const int64_t head_offset = segment_offset(b.type, kvh * hd);
+  const char* k_base = b.k + desc.k_offset + head_offset;
+  const char* v_base = b.v + desc.v_offset + head_offset;
+  const int32_t* table = b.pages + desc.page_offset;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t d = threadIdx.x; d < hd; d += kThreads) qs[d] = q[r * q_stride + h * hd + d];
+  __syncthreads();
+
+  const int64_t visible = desc.n_past + t + 1;
+  float running_max = -INFINITY, denom = 0.f;
+  float acc[kDimsPerThread] = {};
+  for (int64_t j0 = 0; j0 < visible; j0 += kPage) {
+    const int n = static_cast<int>(min(int64_t{kPage}, visible - j0));
+    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]);
+    for (int jj = warp; jj < n; jj += kWarps) {
+      const char* kr = k_base + page_at + b.row_bytes * jj;
+      float dot = 0.f;
+      for (int64_t d = lane; d < hd; d += 32) dot += qs[d] * Load::at(kr, d);
+      dot = warp_sum(dot);
+      if (lane == 0) scores[jj] = dot * scale;
+    }
+    __syncthreads();
+    float page_max = -INFINITY;
+    for (int jj = 0; jj < n; ++jj) page_max = fmaxf(page_max, scores[jj]);
+    const float new_max = fmaxf(running_max, page_max);
+    const float correction = expf(running_max - new_max);  // 0 on the first page
+    denom *= correction;
+#pragma unroll
+    for (int i = 0; i < kDimsPerThread; ++i) acc[i] *= correction;
+    for (int jj = 0; jj < n; ++jj) {
+      const float p = expf(scores[jj] - new_max);
+      denom += p;
+      const char* vr = v_base + page_at + b.row_bytes * jj;
+#pragma unroll
+      for (int i = 0; i < kDimsPerThread; ++i) {
+        const int64_t d = threadIdx.x + int64_t{i} * kThreads;
+        if (d < hd) acc[i] += p * Load::at(vr, d);
+      }
+    }
+    running_max = new_max;
+    __syncthreads();  // scores are rewritten for the next page
+  }
+  float* o = out + r * n_head * hd + h * hd;
+#pragma unroll
+  for (int i = 0; i < kDimsPerThread; ++i) {
+    const int64_t d = threadIdx.x + int64_t{i} * kThreads;
+    if (d < hd) o[d] = acc[i] / denom;
+  }
+}
+
+// One block per batch row; keys and values of the row go to its position in its pages.
+// Q8_0: one warp per block of 32 values (max |x| / 127 as the f16 scale, round(x / scale)
+// with the unrounded scale, as the CPU backend and ggml quantize).
+__global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
+  const int64_t r = blockIdx.x;
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0) return;
+  const PagedSeqDesc desc = b.descs[s];
+  const int64_t pos = desc.n_past + (r - desc.row);
+  const int64_t width = b.n_head_kv * b.head_dim;
+  const size_t at = b.page_bytes * static_cast<size_t>(b.pages[desc.page_offset + pos / kPage]) +
+                    b.row_bytes * static_cast<size_t>(pos % kPage);
+  for (int which = 0; which < 2; ++which) {
+    const float* src = (which == 0 ? k : v) + r * width;
+    char* dst = (which == 0 ? b.k + desc.k_offset : b.v + desc.v_offset) + at;
+    if (b.type == DType::F32) {
+      for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
+        reinterpret_cast<float*>(dst)[i] = src[i];
+    } else if (b.type == DType::F16) {
+      for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
+        reinterpret_cast<__half*>(dst)[i] = __float2half_rn(src[i]);
+    } else {
+      const int lane = threadIdx.x % 32;
+      for (int64_t blk = threadIdx.x / 32; blk < width / 32; blk += blockDim.x / 32) {
+        const float x = src[blk * 32 + lane];
+        float amax = fabsf(x);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float d = amax / 127.f;
+        const float id = d != 0.f ? 1.f / d : 0.f;
+        char* out = dst + blk * kQ8BlockBytes;
+        if (lane == 0) *reinterpret_cast<__half*>(out) = __float2half_rn(d);
+        out[2 + lane] = static_cast<char>(static_cast<signed char>(roundf(x * id)));
+      }
+    }
+  }
+}
+
+// ---- Split over keys, the KV head's query heads together ------------------------------------
+
+constexpr int kSplitWarps = 4;
+constexpr int kSplitThreads = kSplitWarps * 32;
+constexpr int64_t kSplitMaxHeadDim = 256;
+
+// Partial result of one (row, head, split): acc[head_dim], then the max and the sum.
+__device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t h, int split,
+                                             int splits, int64_t n_head, int64_t hd) {
+  return scratch + ((r * n_head + h) * splits + split) * (hd + 2);
+}
+
+template <typename Load, int kGroup, int kLaneDims>
+__global__ void __launch_bounds__(kSplitThreads)
+    paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
+                                 float scale, int splits, int64_t keys_per_split, float* scratch,
+                                 float* out) {
+  __shared__ float sm_max[kSplitWarps][kGroup], sm_sum[kSplitWarps][kGroup];
+  __shared__ float sm_acc[kSplitWarps][kGroup][kLaneDims * 32];
+  const int64_t r = blockIdx.x;
+  const int64_t g = blockIdx.y;
+  const int split = static_cast<int>(blockIdx.z);
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0) return;
+  const PagedSeqDesc desc = b.descs[s];
+  const int64_t hd = b.head_dim;
+  const int64_t visible = desc.n_past + (r - desc.row) + 1;
+  const int64_t first = split * keys_per_split;
+  const int64_t end = min(visible, first + keys_per_split);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t head_offset = segment_offset(b.type, g * hd);
+  const char* k_base = b.k + desc.k_offset + head_offset;
+  const char* v_base = b.v + desc.v_offset + head_offset;
+  const int32_t* table = b.pages + desc.page_offset;
+
+  float qr[kGroup][kLaneDims];
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h)
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) {
+      const int64_t d = lane + 32 * i;
+      qr[h][i] = d < hd ? q[r * q_stride + (g * kGroup + h) * hd + d] * scale : 0.f;
+    }
+  float mx[kGroup], sum[kGroup], acc[kGroup][kLaneDims];
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h) {
+    mx[h] = -INFINITY;
+    sum[h] = 0.f;
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) acc[h][i] = 0.f;
+  }
+  for (int64_t j = first + warp; j < end; j += kSplitWarps) {
+    const size_t at = b.page_bytes * static_cast<size_t>(table[j / kPage]) +
+                      b.row_bytes * static_cast<size_t>(j % kPage);
+    float x[kLaneDims];
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) {
+      const int64_t d = lane + 32 * i;
+      x[i] = d < hd ? Load::at(k_base + at, d) : 0.f;
+    }
+    float score[kGroup];
+#pragma unroll
+    for (int h = 0; h < kGroup; ++h) {
+      float dot = 0.f;
+#pragma unroll
+      for (int i = 0; i < kLaneDims; ++i) dot += qr[h][i] * x[i];
+      score[h] = warp_sum(dot);
+    }
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) {
+      const int64_t d = lane + 32 * i;
+      x[i] = d < hd ? Load::at(v_base + at, d) : 0.f;
+    }
+#pragma unroll
+    for (int h = 0; h < kGroup; ++h) {
+      const float new_max = fmaxf(mx[h], score[h]);
+      const float correction = expf(mx[h] - new_max);  // 0 for the first key
+      const float p = expf(score[h] - new_max);
+      sum[h] = sum[h] * correction + p;
+#pragma unroll
+      for (int i = 0; i < kLaneDims; ++i) acc[h][i] = acc[h][i] * correction + p * x[i];
+      mx[h] = new_max;
+    }
+  }
+  // Merge the warps.
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h) {
+    if (lane == 0) {
+      sm_max[warp][h] = mx[h];
+      sm_sum[warp][h] = sum[h];
+    }
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) sm_acc[warp][h][lane + 32 * i] = acc[h][i];
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < kGroup * hd; e += kSplitThreads) {
+    const int h = static_cast<int>(e / hd);
+    const int64_t d = e % hd;
+    float m = -INFINITY;
+    for (int w = 0; w < kSplitWarps; ++w) m = fmaxf(m, sm_max[w][h]);
+    float total = 0.f, value = 0.f;
+    if (m != -INFINITY)
+      for (int w = 0; w < kSplitWarps; ++w) {
+        const float f = expf(sm_max[w][h] - m);
+        total += sm_sum[w][h] * f;
+        value += sm_acc[w][h][d] * f;
+      }
+    const int64_t head = g * kGroup + h;
+    if (splits == 1) {
+      out[r * n_head * hd + head * hd + d] = value / total;
+    } else {
+      float* part = partial_at(scratch, r, head, split, splits, n_head, hd);
+      part[d] = value;
+      if (d == 0) {
+        part[hd] = m;
+        part[hd + 1] = total;
+      }
+    }
+  }
+}
+
+// out = the splits' partial results merged: one block per (row, head).
+__global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
+                                    int64_t n_head, float* out) {
+  const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
+  if (b.row_to_seq[r] < 0) return;
+  float m = -INFINITY;
+  for (int sp = 0; sp < splits; ++sp)
+    m = fmaxf(m, partial_at(const_cast<float*>(scratch), r, h, sp, splits, n_head, hd)[hd]);
+  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float total = 0.f, value = 0.f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float* part = partial_at(const_cast<float*>(scratch), r, h, sp, splits, n_head, hd);
+      if (part[hd] == -INFINITY) continue;  // a split past this row's keys
+      const float f = expf(part[hd] - m);
+      total += part[hd + 1] * f;
+      value += part[d] * f;
+    }
+    out[r * n_head * hd + h * hd + d] = value / total;
+  }
+}
+
+int lane_dims(int64_t head_dim) { return head_dim <= 64 ? 2 : head_dim <= 128 ? 4 : 8; }
+
+bool split_kernel_fits(const PagedBatch& b, int64_t n_head) {
+  const int64_t group = n_head / b.n_head_kv;
+  return b.head_dim <= kSplitMaxHeadDim && (group == 1 || group == 2 || group == 4 || group == 8);
+}
+
+// Splits of the keys: enough blocks to fill the GPU twice over, at least two pages each.
+int split_count(const PagedBatch& b) {
+  static const int sms = [] {
+    int device = 0, n = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+    return n > 0 ? n : 100;
+  }();
+  const int64_t blocks = b.rows * b.n_head_kv;
+  const int64_t pages = (b.max_kv + kPage - 1) / kPage;
+  const int64_t want = (2 * sms + blocks - 1) / blocks;
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, pages / 2)));
+}
+
+template <typename Load, int kGroup>
+void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
+                  int splits, float* scratch, float* out, cudaStream_t stream) {
+  const int64_t pages = (b.max_kv + kPage - 1) / kPage;
+  const int64_t keys_per_split = (pages + splits - 1) / splits * kPage;
+  const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
+                  static_cast<unsigned>(splits));
+  switch (lane_dims(b.head_dim)) {
+    case 2:
+      paged_attention_split_kernel<Load, kGroup, 2><<<grid, kSplitThreads, 0, stream>>>(
+          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+      break;
+    case 4:
+      paged_attention_split_kernel<Load, kGroup, 4><<<grid, kSplitThreads, 0, stream>>>(
+          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+      break;
+    default:
+      paged_attention_split_kernel<Load, kGroup, 8><<<grid, kSplitThreads, 0, stream>>>(
+          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+  }
+}
+
+template <typename Load>
+void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
+                        float scale, int splits, float* scratch, float* out, cudaStream_t stream) {
+  switch (n_head / b.n_head_kv) {
+    case 1:
+      launch_split<Load, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      break;
+    case 2:
+      launch_split<Load, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      break;
+    case 4:
+      launch_split<Load, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      break;
+    default:
+      launch_split<Load, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+  }
+}
+
+}  // namespace
+
+cudaError_t kv_store(const PagedBatch& b, const float* k, const float* v, cudaStream_t stream) {
+  if (b.rows == 0) return cudaSuccess;
+  if (b.type == DType::Q8_0 && b.head_dim % 32 != 0) return cudaErrorInvalidValue;
+  kv_store_kernel<<<static_cast<unsigned>(b.rows), 256, 0, stream>>>(b, k, v);
+  return cudaGetLastError();
+}
+
+size_t paged_attention_scratch(const PagedBatch& b, int64_t n_head) {
+  if (b.rows == 0 || b.n_head_kv <= 0 || n_head % b.n_head_kv != 0 || !split_kernel_fits(b, n_head))
+    return 0;
+  const int splits = split_count(b);
+  return splits == 1 ? 0 : static_cast<size_t>(b.rows * n_head * splits * (b.head_dim + 2));
+}
+
+cudaError_t paged_attention(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
+                            float scale, float* out, float* scratch, cudaStream_t stream) {
+  if (b.rows == 0 || n_head == 0) return cudaSuccess;
+  if (b.head_dim > kAttentionMaxHeadDim || n_head > 65535 || b.n_head_kv <= 0 ||
+      n_head % b.n_head_kv != 0 || (b.type == DType::Q8_0 && b.head_dim % 32 != 0))
+    return cudaErrorInvalidValue;
+  if (split_kernel_fits(b, n_head)) {
+    const int splits = split_count(b);
+    if (splits > 1 && scratch == nullptr) return cudaErrorInvalidValue;
+    switch (b.type) {
+      case DType::F32:
+        launch_split_group<LoadF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        break;
+      case DType::F16:
+        launch_split_group<LoadF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        break;
+      case DType::Q8_0:
+        launch_split_group<LoadQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        break;
+      default:
+        return cudaErrorInvalidValue;
+    }
+    if (splits > 1) {
+      const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
+      merge_splits_kernel<<<grid, 128, 0, stream>>>(b, scratch, splits, n_head, out);
+    }
+    return cudaGetLastError();
+  }
+  const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
+  switch (b.type) {
+    case DType::F32:
+      paged_attention_kernel<LoadF32>
+          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      break;
+    case DType::F16:
+      paged_attention_kernel<LoadF16>
+          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      break;
+    case DType::Q8_0:
+      paged_attention_kernel<LoadQ8>
+          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda

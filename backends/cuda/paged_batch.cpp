@@ -1,0 +1,112 @@
+#include "cuda/paged_batch.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "hostlm/error.h"
+
+namespace hostlm::cuda {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+size_t row_bytes(DType type, int64_t width) {
+  switch (type) {
+    case DType::F32:
+      return static_cast<size_t>(width) * 4;
+    case DType::F16:
+      return static_cast<size_t>(width) * 2;
+    case DType::Q8_0:
+      return static_cast<size_t>(width / 32) * 34;
+    default:
+      throw Error("CUDA paged KV: pages of type " + std::string(dtype_name(type)));
+  }
+}
+
+size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+}  // namespace
+
+PagedBatchUpload::~PagedBatchUpload() {
+  if (event_) cudaEventDestroy(event_);
+  cudaFreeHost(pinned_);
+  cudaFree(device_);
+}
+
+PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStream_t stream) {
+  PagedBatch b{};
+  if (seqs.empty()) return b;
+  const KvPages& first = seqs[0].kv;
+  b.type = first.type;
+  b.n_head_kv = first.n_head_kv;
+  b.head_dim = first.head_dim;
+  b.page_bytes = first.page_bytes;
+  b.row_bytes = row_bytes(first.type, first.n_head_kv * first.head_dim);
+  b.k = static_cast<char*>(first.k);
+  b.v = static_cast<char*>(first.v);
+  b.n_seq = static_cast<int64_t>(seqs.size());
+  int64_t n_pages = 0;
+  for (const PagedSequence& s : seqs) {
+    if (s.kv.type != b.type || s.kv.n_head_kv != b.n_head_kv || s.kv.head_dim != b.head_dim ||
+        s.kv.page_bytes != b.page_bytes)
+      throw Error("CUDA paged KV: the sequences of one call must share page type and shape");
+    b.rows = std::max(b.rows, s.row + s.T);
+    b.max_kv = std::max(b.max_kv, s.n_past + s.T);
+    n_pages += (s.n_past + s.T + kKvPageTokens - 1) / kKvPageTokens;
+  }
+  // The blob: descriptors, then row_to_seq, then the page tables.
+  const size_t descs_bytes = sizeof(PagedSeqDesc) * seqs.size();
+  const size_t rows_bytes = align8(sizeof(int32_t) * static_cast<size_t>(b.rows));
+  const size_t total = descs_bytes + rows_bytes + sizeof(int32_t) * static_cast<size_t>(n_pages);
+  blob_.assign(total, 0);
+  auto* descs = reinterpret_cast<PagedSeqDesc*>(blob_.data());
+  auto* row_to_seq = reinterpret_cast<int32_t*>(blob_.data() + descs_bytes);
+  auto* pages = reinterpret_cast<int32_t*>(blob_.data() + descs_bytes + rows_bytes);
+  std::fill(row_to_seq, row_to_seq + b.rows, -1);
+  int32_t offset = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const PagedSequence& s = seqs[i];
+    const int64_t n = (s.n_past + s.T + kKvPageTokens - 1) / kKvPageTokens;
+    const auto distance = [](const void* from, const void* to) {
+      return static_cast<int64_t>(reinterpret_cast<uintptr_t>(to) -
+                                  reinterpret_cast<uintptr_t>(from));
+    };
+    descs[i] = {distance(b.k, s.kv.k), distance(b.v, s.kv.v), s.row, s.T, s.n_past, offset, 0};
+    std::copy(s.pages, s.pages + n, pages + offset);
+    std::fill(row_to_seq + s.row, row_to_seq + s.row + s.T, static_cast<int32_t>(i));
+    offset += static_cast<int32_t>(n);
+  }
+  if (blob_ != last_) {
+    if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "paged staging");
+    if (total > capacity_) {
+      check(cudaStreamSynchronize(stream), "paged staging growth");
+      cudaFreeHost(pinned_);
+      cudaFree(device_);
+      pinned_ = nullptr;
+      device_ = nullptr;
+      capacity_ = std::max<size_t>({total, 2 * capacity_, 4096});
+      check(cudaMallocHost(&pinned_, capacity_), "pinned paged staging");
+      check(cudaMalloc(&device_, capacity_), "paged staging");
+    } else {
+      // The previous copy must have read the pinned buffer before it is rewritten.
+      check(cudaEventSynchronize(event_), "paged staging reuse");
+    }
+    std::memcpy(pinned_, blob_.data(), total);
+    check(cudaMemcpyAsync(device_, pinned_, total, cudaMemcpyHostToDevice, stream), "paged upload");
+    check(cudaEventRecord(event_, stream), "paged staging");
+    last_ = blob_;
+  }
+  b.descs = reinterpret_cast<const PagedSeqDesc*>(device_);
+  b.row_to_seq = reinterpret_cast<const int32_t*>(device_ + descs_bytes);
+  b.pages = reinterpret_cast<const int32_t*>(device_ + descs_bytes + rows_bytes);
+  return b;
+}
+
+}  // namespace hostlm::cuda

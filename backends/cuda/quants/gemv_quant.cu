@@ -1,0 +1,124 @@
+// Decode matrix-vector products with quantized weights in split form: y[T, rows] =
+// x[T, cols] * W^T for T <= 8, reading every weight byte once for all T tokens.
+//
+// Two launches, no host synchronisation:
+//   1. quantize_acts: x to int8 per 32 values (scale and per-16 sums, see pieces.h), one
+//      warp per 32 values. The result is tiny (T * cols * 1.375 bytes) and stays in L2.
+//   2. gemv: each warp computes kR rows; its lanes walk consecutive 16-byte pieces of those
+//      rows (pieces.h lane_dot), so every main weight load of a warp is one contiguous 512-byte
+//      span of 128-bit loads that bypass L1, with the next step's loads issued before this
+//      step's arithmetic; then the warp sums its lanes.
+// Why int8 activations and __dp4a rather than float: a 4-bit weight costs one float FMA per
+// token plus its conversion in float math, which at ~4.8 TB/s of weights exceeds the SM's
+// FP32 issue rate already at T = 1 and by 8x at T = 8; one dp4a does 4 multiply-adds of
+// bytes, and unpacking nibbles stays in the integer pipe. The rows of a warp (kR > 1) share
+// each activation load, which keeps L1 traffic below the weight stream for T up to 8.
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/quants/pieces.h"
+#include "cuda/quants/quant_kernels.h"
+
+namespace hostlm::cuda::quants {
+namespace {
+
+constexpr int kWarps = 4;
+
+// The three arrays of QuantActs inside one scratch allocation.
+QuantActs acts_in(void* scratch, int64_t T, int64_t cols) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  const int64_t n = T * cols;
+  QuantActs a;
+  a.q = reinterpret_cast<const int8_t*>(base);
+  a.d = reinterpret_cast<const float*>(base + n);
+  a.s16 = reinterpret_cast<const float*>(base + n + n / 32 * 4);
+  a.cols = cols;
+  return a;
+}
+
+// quantize_block32 of pieces.h with one lane per value: the same amax, scale and rounding.
+__global__ void __launch_bounds__(kWarps * 32)
+    quantize_acts_kernel(const float* x, int64_t n_blocks, int8_t* q, float* d, float* s16) {
+  const int64_t blk = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
+  if (blk >= n_blocks) return;
+  const int lane = threadIdx.x % 32;
+  const float v = x[blk * 32 + lane];
+  float amax = fabsf(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  const int iq = __float2int_rn(v * inv);
+  q[blk * 32 + lane] = static_cast<int8_t>(iq);
+  int sum = iq;
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);  // per 16 lanes
+  const float scale = amax / 127.f;
+  if (lane % 16 == 0) s16[blk * 2 + lane / 16] = scale * static_cast<float>(sum);
+  if (lane == 0) d[blk] = scale;
+}
+
+template <class Q, int kT, int kR>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_kernel(QuantMatrix w, QuantActs x, int T, float* y) {
+  const int64_t row0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * kR;
+  if (row0 >= w.rows) return;
+  const int lane = threadIdx.x % 32;
+  float acc[kR][kT] = {};
+  lane_dot<Q, kT, kR>(w, x, row0, lane, T, acc);
+#pragma unroll
+  for (int t = 0; t < kT; ++t) {
+    if (t >= T) break;
+#pragma unroll
+    for (int r = 0; r < kR; ++r) {
+      const float s = warp_sum(acc[r][t]);
+      if (lane == 0 && row0 + r < w.rows) y[t * w.rows + row0 + r] = s;
+    }
+  }
+}
+
+template <class Q, int kT, int kR>
+void launch_gemv(const QuantMatrix& w, const QuantActs& x, int T, float* y, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(w.rows, kWarps * kR);
+  gemv_kernel<Q, kT, kR><<<blocks, kWarps * 32, 0, stream>>>(w, x, T, y);
+}
+
+// Token-count buckets: one row per warp for a single token (most warps, most bytes in
+// flight), two rows per warp once activations are reused enough to matter.
+template <class Q>
+void gemv_for_tokens(const QuantMatrix& w, const QuantActs& x, int T, float* y,
+                     cudaStream_t stream) {
+  if (T == 1)
+    launch_gemv<Q, 1, 1>(w, x, T, y, stream);
+  else if (T == 2)
+    launch_gemv<Q, 2, 2>(w, x, T, y, stream);
+  else if (T <= 4)
+    launch_gemv<Q, 4, 2>(w, x, T, y, stream);
+  else
+    launch_gemv<Q, 8, 2>(w, x, T, y, stream);
+}
+
+}  // namespace
+
+size_t quant_acts_bytes(int64_t T, int64_t cols) {
+  const auto n = static_cast<size_t>(T * cols);
+  return n + n / 32 * 4 + n / 16 * 4;
+}
+
+cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, const float* x,
+                       int64_t T, float* y, void* acts_scratch, cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || T < 1 || T > kQuantGemvMaxTokens || cols % layout.block_elems != 0)
+    return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const QuantActs acts = acts_in(acts_scratch, T, cols);
+  const int64_t n_blocks = T * cols / 32;
+  quantize_acts_kernel<<<blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream>>>(
+      x, n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
+      const_cast<float*>(acts.s16));
+  const QuantMatrix m = quant_matrix(type, w, rows, cols);
+  with_quant_type(
+      type, [&](auto q) { gemv_for_tokens<decltype(q)>(m, acts, static_cast<int>(T), y, stream); });
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda::quants

@@ -1,0 +1,39 @@
+// Launchers of the kernels for quantized weights in split form (split_layout.h), callable
+// from plain C++. All pointers are device pointers; each returns cudaGetLastError() of its
+// launches, or cudaErrorInvalidValue for a type without split form.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hostlm/dtype.h"
+
+namespace hostlm::cuda::quants {
+
+// Bytes of the int8 activation scratch that gemv_quant needs for T tokens of `cols`.
+size_t quant_acts_bytes(int64_t T, int64_t cols);
+
+// Decode: y[T, rows] = x[T, cols] * W^T for T <= kQuantGemvMaxTokens. x is first quantized to
+// int8 per 32 values into `acts_scratch` (quant_acts_bytes(T, cols) bytes, 16-byte aligned).
+constexpr int64_t kQuantGemvMaxTokens = 8;
+cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, const float* x,
+                       int64_t T, float* y, void* acts_scratch, cudaStream_t stream);
+
+// Rows [row0, row0 + n_rows) of W as IEEE half into out[n_rows, cols] (prefill tiles).
+cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t cols, int64_t row0,
+                             int64_t n_rows, void* out, cudaStream_t stream);
+
+// out[t] = row tokens[t] of W as float32, bit-identical to the CPU backend.
+cudaError_t embed_quant(DType type, const void* w, int64_t rows, int64_t cols,
+                        const int32_t* tokens, int64_t T, float* out, cudaStream_t stream);
+
+// Prefill activations: out[t] = half(x[t] * 2^k_t), with the power of two k_t chosen per
+// token so that the largest |x| lands in [2^14, 2^15) (no half overflow, no subnormals);
+// inv_scale[t] = 2^-k_t. scale_rows multiplies y[t, 0..n) (row stride ldy) by inv_scale[t].
+cudaError_t acts_to_f16(const float* x, int64_t T, int64_t cols, void* out, float* inv_scale,
+                        cudaStream_t stream);
+cudaError_t scale_rows(float* y, int64_t ldy, int64_t n, int64_t T, const float* inv_scale,
+                       cudaStream_t stream);
+
+}  // namespace hostlm::cuda::quants

@@ -1,0 +1,171 @@
+#include "cuda/quants/quant_matmul.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/quants/quant_kernels.h"
+#include "cuda/quants/split_layout.h"
+#include "hostlm/error.h"
+
+namespace hostlm::cuda::quants {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLAS error in ") + what + ": " + cublasGetStatusString(status));
+}
+
+// Pinned staging for uploads: big enough for full-speed copies, small next to a model.
+constexpr size_t kStagingBytes = size_t{32} << 20;
+// At most this many weights are expanded to half at once for prefill (64 MiB).
+constexpr size_t kTileElemsMax = size_t{32} << 20;
+
+void free_device(void*& p) {
+  cudaFree(p);
+  p = nullptr;
+}
+
+}  // namespace
+
+QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc)
+    : stream_(stream), cublas_(cublas), alloc_(alloc) {}
+
+QuantMatmul::~QuantMatmul() {
+  for (void* p : weights_) cudaFree(p);
+  cudaFree(acts_q_);
+  cudaFree(acts_f16_);
+  cudaFree(inv_scale_);
+  cudaFree(tile_);
+  cudaFreeHost(staging_);
+}
+
+bool QuantMatmul::supports(DType type) { return is_split_quant(type); }
+
+Weight QuantMatmul::load(const TensorView& view) {
+  const SplitLayout layout = split_layout(view.type);
+  const int64_t rows = view.rows(), cols = view.cols();
+  const std::string what = "tensor '" + view.name + "' (" + std::string(dtype_name(view.type)) +
+                           ", " + std::to_string(rows) + " x " + std::to_string(cols) + ")";
+  if (cols <= 0 || cols % layout.block_elems != 0)
+    throw Error(what + ": rows of " + std::to_string(cols) + " values are not whole blocks of " +
+                std::to_string(layout.block_elems));
+  const auto expected = static_cast<size_t>(rows * (cols / layout.block_elems)) *
+                        static_cast<size_t>(layout.block_bytes);
+  if (view.nbytes != expected)
+    throw Error(what + " holds " + std::to_string(view.nbytes) + " bytes; its shape needs " +
+                std::to_string(expected));
+  reserve_scratch(rows, cols);
+  auto* device = static_cast<uint8_t*>(alloc_(view.nbytes, "tensor '" + view.name + "'"));
+  weights_.push_back(device);
+  upload_split(view, device);
+  Weight w;
+  w.type = view.type;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, rows));
+  w.data = device;
+  return w;
+}
+
+void QuantMatmul::upload_split(const TensorView& view, uint8_t* device) {
+  const SplitLayout layout = split_layout(view.type);
+  if (staging_ == nullptr)
+    check(cudaMallocHost(reinterpret_cast<void**>(&staging_), kStagingBytes),
+          "pinned upload buffer");
+  const auto* src = static_cast<const uint8_t*>(view.data);
+  const size_t n_blocks = view.nbytes / static_cast<size_t>(layout.block_bytes);
+  const size_t chunk = kStagingBytes / static_cast<size_t>(layout.block_bytes);
+  for (size_t first = 0; first < n_blocks; first += chunk) {
+    const size_t count = std::min(chunk, n_blocks - first);
+    split_blocks(layout, src + first * static_cast<size_t>(layout.block_bytes), count, staging_);
+    // From pinned memory cudaMemcpy returns once the copy is done, so the staging buffer is
+    // free for the next chunk.
+    for (int j = 0; j < layout.n_regions; ++j) {
+      const auto size = static_cast<size_t>(layout.regions[j].size);
+      check(cudaMemcpy(device + region_offset(layout, j, n_blocks) + first * size,
+                       staging_ + region_offset(layout, j, count), count * size,
+                       cudaMemcpyHostToDevice),
+            "weight upload");
+    }
+  }
+}
+
+void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
+  const auto want_tile = std::max(static_cast<size_t>(cols),
+                                  std::min(kTileElemsMax, static_cast<size_t>(rows * cols)));
+  if (cols <= max_cols_ && want_tile <= tile_elems_) return;
+  // Only loads grow scratch; wait for any work that may still read the old buffers.
+  check(cudaStreamSynchronize(stream_), "scratch growth");
+  if (cols > max_cols_) {
+    free_device(acts_q_);
+    free_device(acts_f16_);
+    acts_q_ = alloc_(quant_acts_bytes(kQuantGemvMaxTokens, cols), "the decode activation scratch");
+    acts_f16_ =
+        alloc_(static_cast<size_t>(kPrefillTokens * cols) * 2, "the prefill activation scratch");
+    max_cols_ = cols;
+  }
+  if (inv_scale_ == nullptr)
+    inv_scale_ = static_cast<float*>(alloc_(kPrefillTokens * sizeof(float), "prefill scales"));
+  if (want_tile > tile_elems_) {
+    free_device(tile_);
+    tile_elems_ = 0;
+    tile_ = alloc_(want_tile * 2, "the prefill weight tile");
+    tile_elems_ = want_tile;
+  }
+}
+
+void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
+  if (T <= 0 || w.rows == 0) return;
+  if (T <= kGemvTokens) {
+    for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens) {
+      const int64_t tc = std::min(kQuantGemvMaxTokens, T - t0);
+      check(gemv_quant(w.type, w.data, w.rows, w.cols, x + t0 * w.cols, tc, y + t0 * w.rows,
+                       acts_q_, stream_),
+            "matmul (quantized gemv)");
+    }
+    return;
+  }
+  prefill(w, x, T, y);
+}
+
+// Activations rounded to half (after a per-token power-of-two scale, undone on the output),
+// weights expanded to half tile by tile, products summed in float32 on tensor cores. Half
+// holds every weight of a real model (|w| < 65504); the relative rounding is 2^-11 for both.
+void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) {
+  const int64_t tile_rows =
+      std::clamp<int64_t>(static_cast<int64_t>(tile_elems_) / w.cols, 1, w.rows);
+  const float one = 1.f, zero = 0.f;
+  for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
+    const int64_t tc = std::min(kPrefillTokens, T - t0);
+    check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
+          "matmul (activations to half)");
+    for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+      const int64_t nr = std::min(tile_rows, w.rows - r0);
+      check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
+            "matmul (dequantize tile)");
+      // Column-major view: Y^T[rows, T] = W_tile^T^T * X^T, W_tile stored as [cols, nr].
+      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
+                         static_cast<int>(tc), static_cast<int>(w.cols), &one, tile_, CUDA_R_16F,
+                         static_cast<int>(w.cols), acts_f16_, CUDA_R_16F, static_cast<int>(w.cols),
+                         &zero, y + t0 * w.rows + r0, CUDA_R_32F, static_cast<int>(w.rows),
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "matmul (cublasGemmEx, half)");
+    }
+    check(scale_rows(y + t0 * w.rows, w.rows, w.rows, tc, inv_scale_, stream_),
+          "matmul (undo activation scale)");
+  }
+}
+
+void QuantMatmul::embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out) {
+  check(embed_quant(table.type, table.data, table.rows, table.cols, device_tokens, T, out, stream_),
+        "embed (quantized)");
+}
+
+}  // namespace hostlm::cuda::quants

@@ -1,0 +1,68 @@
+// Quantized GGUF weights on the CUDA backend: upload in split form (split_layout.h), decode
+// GEMV for up to 32 tokens, dequantize-to-half tiles + cuBLAS tensor-core GEMM for prefill,
+// and embedding lookups. Owns the weights' device memory and its scratch buffers, which are
+// sized while weights load so that matmul never allocates.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hostlm/ops.h"
+#include "hostlm/tensor_view.h"
+
+namespace hostlm::cuda::quants {
+
+class QuantMatmul {
+ public:
+  // Device allocation that throws hostlm::Error naming `what`, the size and the free memory.
+  using AllocFn = void* (*)(size_t bytes, const std::string& what);
+
+  QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc);
+  ~QuantMatmul();
+  QuantMatmul(const QuantMatmul&) = delete;
+  QuantMatmul& operator=(const QuantMatmul&) = delete;
+
+  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
+  static bool supports(DType type);
+
+  // Uploads a [rows, cols] tensor of a supported type. Throws hostlm::Error naming the tensor
+  // when its rows are not whole blocks or its byte size does not match its shape.
+  Weight load(const TensorView& view);
+  // y[T, rows] = x[T, cols] * W^T (device pointers).
+  void matmul(const Weight& w, const float* x, int64_t T, float* y);
+  // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
+  void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
+
+  // Up to this many tokens the GEMV runs in chunks of 8 (kQuantGemvMaxTokens): each chunk
+  // reads the quantized weights once, which costs less than expanding them to half (~8x
+  // the bytes, read and written) for cuBLAS. Above it, the dequantize + GEMM path.
+  static constexpr int64_t kGemvTokens = 32;
+  // Tokens per prefill GEMM: longer batches are multiplied in chunks of this many.
+  static constexpr int64_t kPrefillTokens = 1024;
+
+ private:
+  void reserve_scratch(int64_t rows, int64_t cols);
+  void upload_split(const TensorView& view, uint8_t* device);
+  void prefill(const Weight& w, const float* x, int64_t T, float* y);
+
+  cudaStream_t stream_;
+  cublasHandle_t cublas_;
+  AllocFn alloc_;
+  std::vector<void*> weights_;
+  uint8_t* staging_ = nullptr;  // pinned host memory for uploads
+  // Scratch, grown only by load(): int8 activations for the GEMV, half activations and
+  // their per-token scales for prefill, and one half tile of dequantized weights.
+  void* acts_q_ = nullptr;
+  size_t acts_q_bytes_ = 0;
+  void* acts_f16_ = nullptr;
+  float* inv_scale_ = nullptr;
+  int64_t max_cols_ = 0;
+  void* tile_ = nullptr;
+  size_t tile_elems_ = 0;
+};
+
+}  // namespace hostlm::cuda::quants

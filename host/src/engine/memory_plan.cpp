@@ -1,0 +1,93 @@
+#include "engine/memory_plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "hostlm/kv_cache.h"
+
+namespace hostlm::engine {
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+int64_t pages_for(int64_t tokens) { return (tokens + kKvPageTokens - 1) / kKvPageTokens; }
+
+std::string gib(size_t bytes) {
+  return std::to_string(static_cast<double>(bytes) / static_cast<double>(kGiB)).substr(0, 5) +
+         " GiB";
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
+  const CacheLayout layout = model.cache_layout();
+  if (layout.empty() || model.backend() == nullptr)
+    throw Error("the model does not expose its cache layout, so the engine cannot serve it");
+  if (!is_kv_type(o.kv_type))
+    throw Error("the KV cache cannot be stored as " + std::string(dtype_name(o.kv_type)) +
+                " (choose f32, f16 or q8_0)");
+  if (o.kv_type == DType::Q8_0 && layout.head_dim % 32 != 0)
+    throw Error("a Q8_0 KV cache needs a head size that is a multiple of 32, not " +
+                std::to_string(layout.head_dim) + " (use f16)");
+  if (o.context < 1) throw Error("the context must hold at least one token");
+  MemoryPlan p;
+  p.backend = model.backend()->name();
+  p.kv_type = o.kv_type;
+  p.context = o.context;
+  p.max_sequences = o.max_sequences;
+  p.weight_bytes = model.info().weight_bytes;
+  p.scratch_bytes = model.info().scratch_bytes;
+  p.kv_layers = layout.n_kv_layers;
+  const size_t page_bytes =
+      kv_page_bytes(o.kv_type, layout) * 2 * static_cast<size_t>(layout.n_kv_layers);
+  p.kv_bytes_per_token = page_bytes / kKvPageTokens;
+  const int64_t running_pages = o.max_sequences * pages_for(o.context);
+  if (o.kv_pool_bytes > 0 && page_bytes > 0) {
+    p.kv_pages = static_cast<int64_t>(o.kv_pool_bytes / page_bytes);
+    if (p.kv_pages < pages_for(o.context))
+      throw Error("kv_pool_bytes (" + std::to_string(o.kv_pool_bytes) + ") holds " +
+                  std::to_string(p.kv_pages) + " pages, fewer than one context of " +
+                  std::to_string(o.context) + " tokens needs (" +
+                  std::to_string(pages_for(o.context)) + ")");
+  } else {
+    int64_t extra = 0;
+    if (o.prefix_cache) {
+      const size_t cache_bytes = o.prefix_cache_bytes > 0
+                                     ? o.prefix_cache_bytes
+                                     : static_cast<size_t>(running_pages) * page_bytes / 4;
+      extra = page_bytes > 0 ? std::max<int64_t>(64, static_cast<int64_t>(cache_bytes / page_bytes))
+                             : 0;
+    }
+    p.kv_pages = running_pages + extra;
+  }
+  p.kv_pages_for_cache = std::max<int64_t>(0, p.kv_pages - running_pages);
+  p.kv_pool_bytes = page_bytes * static_cast<size_t>(p.kv_pages);
+  p.state_layers = layout.n_state_layers;
+  p.state_bytes_per_sequence = static_cast<size_t>(layout.state_floats()) * sizeof(float);
+  const size_t per = std::max<size_t>(p.state_bytes_per_sequence, 1);
+  if (!o.prefix_cache)
+    p.snapshot_slots = 0;
+  else if (o.state_cache_bytes > 0)
+    p.snapshot_slots = static_cast<int64_t>(o.state_cache_bytes / per);
+  else
+    p.snapshot_slots = std::max<int64_t>(
+        2, std::min<int64_t>(4 * int64_t{o.max_sequences}, static_cast<int64_t>(kGiB / per)));
+  p.state_bytes =
+      p.state_bytes_per_sequence * static_cast<size_t>(o.max_sequences + p.snapshot_slots);
+  if (p.backend == "cpu") {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const size_t ram =
+        pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+    if (ram > 0 && p.total_bytes() > ram)
+      throw Error("not enough memory: " + std::to_string(o.max_sequences) + " sequences of " +
+                  std::to_string(o.context) + " tokens need " + gib(p.total_bytes()) +
+                  " but this machine has " + gib(ram) +
+                  " (lower the context, the parallel sequences or the cache bounds, or use a "
+                  "smaller KV type)");
+  }
+  return p;
+}
+
+}  // namespace hostlm::engine

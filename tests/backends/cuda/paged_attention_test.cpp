@@ -1,0 +1,115 @@
+// The CUDA backend's paged-KV ops against the CPU backend's: the same keys and values stored
+// through each backend's kv_store into scattered pages of every type, then attention of a
+// batch mixing a prompt, a decode token and a chunk. Skipped where no GPU can be used.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "backends/paged_kv_cases.h"
+#include "cuda_test_support.h"
+#include "hostlm/half.h"
+
+namespace hostlm {
+namespace {
+
+using testing::PagedCase;
+
+class CudaPagedKv : public ::testing::TestWithParam<PagedCase> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    gpu_ = testing::cuda_backend_or_reason(why);
+    if (!gpu_) GTEST_SKIP() << "no usable CUDA backend: " << why;
+    cpu_ = create_backend("cpu");
+  }
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+// The bytes of every page, as the backend holds them.
+std::vector<uint8_t> page_bytes(Backend& be, const KvPages& kv, bool keys) {
+  const size_t n = kv.page_bytes * testing::kScenarioPages / sizeof(float);
+  std::vector<float> host(n);
+  be.download(host.data(), static_cast<const float*>(keys ? kv.k : kv.v), n);
+  std::vector<uint8_t> bytes(n * sizeof(float));
+  std::memcpy(bytes.data(), host.data(), bytes.size());
+  return bytes;
+}
+
+TEST_P(CudaPagedKv, StoreAndAttentionMatchCpu) {
+  const PagedCase c = GetParam();
+  const auto sc = testing::make_scenario(c, 23);
+  KvPagePool cpu_pool(*cpu_, sc.layout, c.type, testing::kScenarioPages);
+  KvPagePool gpu_pool(*gpu_, sc.layout, c.type, testing::kScenarioPages);
+  const auto cpu_batch = testing::fill_pages(*cpu_, cpu_pool, sc);
+  const auto gpu_batch = testing::fill_pages(*gpu_, gpu_pool, sc);
+
+  // Stored rows: f32 and f16 exactly; Q8_0 to within one step of its scale.
+  const size_t row = kv_row_bytes(c.type, sc.width());
+  for (bool keys : {true, false}) {
+    const auto want = page_bytes(*cpu_, cpu_pool.layer(0), keys);
+    const auto got = page_bytes(*gpu_, gpu_pool.layer(0), keys);
+    for (size_t s = 0; s < sc.T.size(); ++s)
+      for (int64_t pos = 0; pos < sc.n_past[s] + sc.T[s]; ++pos) {
+        const size_t at =
+            cpu_pool.page_bytes() * static_cast<size_t>(sc.tables[s][pos / kKvPageTokens]) +
+            row * static_cast<size_t>(pos % kKvPageTokens);
+        if (c.type != DType::Q8_0) {
+          ASSERT_EQ(0, std::memcmp(want.data() + at, got.data() + at, row))
+              << c.name << (keys ? " keys" : " values") << " seq " << s << " pos " << pos;
+          continue;
+        }
+        for (size_t b = 0; b < row; b += 34) {
+          uint16_t dw, dg;
+          std::memcpy(&dw, want.data() + at + b, 2);
+          std::memcpy(&dg, got.data() + at + b, 2);
+          ASSERT_EQ(dw, dg) << c.name << " scale, seq " << s << " pos " << pos;
+          for (size_t i = 2; i < 34; ++i)
+            ASSERT_LE(std::abs(int{static_cast<int8_t>(want[at + b + i])} -
+                               int{static_cast<int8_t>(got[at + b + i])}),
+                      1)
+                << c.name << " seq " << s << " pos " << pos;
+        }
+      }
+  }
+
+  const int64_t width = c.n_head * c.head_dim;
+  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  std::vector<float> want(static_cast<size_t>(sc.rows * width));
+  cpu_->paged_attention(cpu_batch, sc.q.data(), static_cast<size_t>(width), c.n_head, scale,
+                        want.data());
+  // The GPU reads the CPU's pages too, so the attention itself is compared on equal input.
+  for (size_t i = 0; i < 2; ++i) {
+    const bool own = i == 0;
+    std::vector<PagedSequence> batch = gpu_batch;
+    if (!own) {
+      for (bool keys : {true, false}) {
+        const auto bytes = page_bytes(*cpu_, cpu_pool.layer(0), keys);
+        std::vector<float> host(bytes.size() / sizeof(float));
+        std::memcpy(host.data(), bytes.data(), bytes.size());
+        gpu_->upload(static_cast<float*>(keys ? gpu_pool.layer(0).k : gpu_pool.layer(0).v),
+                     host.data(), host.size());
+      }
+    }
+    auto q = testing::on_backend(*gpu_, sc.q);
+    auto out = gpu_->alloc(want.size());
+    gpu_->paged_attention(batch, q->data(), static_cast<size_t>(width), c.n_head, scale,
+                          out->data());
+    std::vector<float> got(want.size());
+    gpu_->download(got.data(), out->data(), got.size());
+    double worst = 0, top = 1e-30;
+    for (size_t j = 0; j < got.size(); ++j) {
+      worst = std::max(worst, static_cast<double>(std::abs(got[j] - want[j])));
+      top = std::max(top, static_cast<double>(std::abs(want[j])));
+    }
+    // Own pages: Q8_0 rows may differ by one step, which moves results by ~1e-2 of a value.
+    const double tolerance = (own && c.type == DType::Q8_0) ? 2e-2 : 1e-5;
+    EXPECT_LE(worst, tolerance * top) << c.name << (own ? " (own pages)" : " (CPU's pages)");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaPagedKv, ::testing::ValuesIn(testing::paged_cases()),
+                         [](const auto& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace hostlm

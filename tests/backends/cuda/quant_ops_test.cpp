@@ -1,0 +1,302 @@
+// Quantized weights on the CUDA backend against the exact product of the dequantized weights
+// (cpu/quants/blocks.h, bit-identical to gguf) and against the CPU backend, on random blocks
+// of every type it keeps quantized. Skipped where no GPU can be used.
+//
+// Tolerances, per output y[t, r] = sum_i w_i x_i, with S = sum_i |w_i x_i|:
+//   decode GEMV (T <= 32, in chunks of 8): activations are rounded to int8 per 32 values
+//     (step d = amax/127), so |cuda - exact| <= sum_i |w_i| * d_i / 2 + 1e-5 S.
+//   prefill (T > 32): weights and activations are rounded to half (the activations after an
+//     exact power-of-two scale), products summed in float32 on tensor cores:
+//     |cuda - exact| <= 2^-10 S + 2^-24 sum_i |x_i| (half subnormals) + 1e-5 S.
+//   against the CPU backend: the CUDA bound plus the CPU's own, which rounds activations to
+//     int8 in blocks of at most 256 values: sum_i |w_i| * d256_i / 2 + 1e-5 S.
+//   embedding rows: bit-identical to gguf's dequantization.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cuda_test_support.h"
+#include "hostlm/error.h"
+#include "hostlm/ops.h"
+#include "quant_test_support.h"
+
+namespace hostlm {
+namespace {
+
+using testing::QuantCase;
+
+TensorView view_of(const std::string& name, DType type, int64_t rows, int64_t cols,
+                   const std::vector<uint8_t>& bytes) {
+  TensorView v;
+  v.name = name;
+  v.type = type;
+  v.shape = {rows, cols};
+  v.data = bytes.data();
+  v.nbytes = bytes.size();
+  return v;
+}
+
+class CudaQuant : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    gpu_ = testing::cuda_backend_or_reason(why);
+    if (!gpu_) GTEST_SKIP() << "no usable CUDA backend: " << why;
+    cpu_ = create_backend("cpu");
+  }
+
+  std::vector<float> run_gpu_matmul(const Weight& w, const std::vector<float>& x, int64_t T) {
+    auto xd = gpu_->alloc(x.size());
+    gpu_->upload(xd->data(), x.data(), x.size());
+    auto yd = gpu_->alloc(static_cast<size_t>(T * w.rows));
+    gpu_->matmul(w, xd->data(), T, yd->data());
+    std::vector<float> y(static_cast<size_t>(T * w.rows));
+    gpu_->download(y.data(), yd->data(), y.size());
+    return y;
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+// Largest |x| of each block of `block` values of each token's row, per element.
+std::vector<float> block_amax(const std::vector<float>& x, int64_t T, int64_t cols, int64_t block) {
+  std::vector<float> out(x.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b0 = 0; b0 < cols; b0 += block) {
+      const int64_t end = std::min(cols, b0 + block);
+      float m = 0;
+      for (int64_t i = b0; i < end; ++i)
+        m = std::max(m, std::abs(x[static_cast<size_t>(t * cols + i)]));
+      for (int64_t i = b0; i < end; ++i) out[static_cast<size_t>(t * cols + i)] = m;
+    }
+  return out;
+}
+
+struct Worst {
+  double ratio = 0;  // largest |error| / bound seen
+  std::string where;
+};
+
+// Checks y (CUDA) against the exact product and against y_cpu with the bounds above.
+void check_products(const std::vector<float>& w, const std::vector<float>& x, int64_t rows,
+                    int64_t cols, int64_t T, const std::vector<float>& y,
+                    const std::vector<float>& y_cpu, const std::string& what, Worst& worst) {
+  const std::vector<float> amax32 = block_amax(x, T, cols, 32);
+  const std::vector<float> amax256 = block_amax(x, T, cols, 256);
+  int failures = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0, mass = 0, abs_x = 0, step32 = 0, step256 = 0;
+      for (int64_t i = 0; i < cols; ++i) {
+        const size_t xi = static_cast<size_t>(t * cols + i);
+        const double wi = w[static_cast<size_t>(r * cols + i)], xv = x[xi];
+        exact += wi * xv;
+        mass += std::abs(wi * xv);
+        abs_x += std::abs(xv);
+        step32 += std::abs(wi) * amax32[xi] / 254.0;
+        step256 += std::abs(wi) * amax256[xi] / 254.0;
+      }
+      const double fp = 1e-5 * mass + 1e-30;
+      const double bound =
+          T <= 32 ? step32 + fp : std::ldexp(mass, -10) + std::ldexp(abs_x, -24) + fp;
+      const size_t at = static_cast<size_t>(t * rows + r);
+      const double err = std::abs(y[at] - exact), err_cpu = std::abs(y[at] - y_cpu[at]);
+      const double cpu_bound = bound + step256 + fp;
+      for (auto [e, b, against] : {std::tuple{err, bound, "exact"}, {err_cpu, cpu_bound, "cpu"}}) {
+        if (e / b > worst.ratio) {
+          worst.ratio = e / b;
+          worst.where = what + " vs " + against;
+        }
+        if (!(e <= b) && ++failures <= 3)
+          ADD_FAILURE() << what << ": y[" << t << ", " << r << "] = " << y[at] << ", exact "
+                        << exact << ", cpu " << y_cpu[at] << ", |error vs " << against
+                        << "| = " << e << " > bound " << b;
+      }
+    }
+}
+
+class CudaQuantTypes : public CudaQuant, public ::testing::WithParamInterface<QuantCase> {};
+
+// Shapes with few and many pieces per row (a warp's lanes unevenly loaded, rows per block not
+// dividing `rows`), every token-count bucket of the GEMV and the prefill path.
+TEST_P(CudaQuantTypes, MatmulMatchesExactProductAndCpu) {
+  const QuantCase& c = GetParam();
+  const DTypeTraits tr = dtype_traits(c.type);
+  const int64_t E = tr.block_size;
+  std::mt19937 rng(1234);
+  Worst worst;
+  for (auto [rows, nb] : {std::pair<int64_t, int64_t>{67, E == 32 ? 3 : 1},
+                          {300, E == 32 ? 32 : 4},
+                          {19, E == 32 ? 129 : 17}}) {
+    const int64_t cols = nb * E;
+    const std::vector<uint8_t> blocks =
+        testing::random_blocks(c, static_cast<size_t>(rows * nb), rng);
+    const std::vector<float> w = testing::dequantize(c, blocks);
+    const Weight wc = cpu_->load_weight(view_of("test.weight", c.type, rows, cols, blocks));
+    const Weight wg = gpu_->load_weight(view_of("test.weight", c.type, rows, cols, blocks));
+    ASSERT_EQ(wg.type, c.type) << "quantized weights must stay quantized";
+    for (int64_t T : {1, 2, 3, 5, 8, 9, 40}) {
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> x(static_cast<size_t>(T * cols));
+      for (float& v : x) v = u(rng);
+      x[static_cast<size_t>(cols / 2)] = 37.f;  // an outlier, as real activations have
+      std::fill(x.end() - 32, x.end(), 0.f);    // and an all-zero block
+      std::vector<float> y_cpu(static_cast<size_t>(T * rows));
+      cpu_->matmul(wc, x.data(), T, y_cpu.data());
+      const std::vector<float> y = run_gpu_matmul(wg, x, T);
+      check_products(w, x, rows, cols, T, y, y_cpu,
+                     std::string(c.file) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                         " T=" + std::to_string(T),
+                     worst);
+    }
+  }
+  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
+  ::testing::Test::RecordProperty("worst_at", worst.where);
+}
+
+TEST_P(CudaQuantTypes, EmbedIsBitIdenticalToGguf) {
+  const QuantCase& c = GetParam();
+  const testing::QuantReference ref = testing::load_quant_reference(c);
+  const DTypeTraits tr = dtype_traits(c.type);
+  const int64_t rows = static_cast<int64_t>(ref.blocks.size() / tr.block_bytes),
+                cols = tr.block_size;
+  const Weight wg = gpu_->load_weight(view_of("token_embd.weight", c.type, rows, cols, ref.blocks));
+  std::vector<int32_t> tokens;
+  for (int64_t r = rows - 1; r >= 0; --r) tokens.push_back(static_cast<int32_t>(r));
+  tokens.push_back(0);
+  tokens.push_back(static_cast<int32_t>(rows - 1));
+  const auto T = static_cast<int64_t>(tokens.size());
+  // One float past a 16-byte boundary as well: the kernel's unaligned store path.
+  for (size_t shift : {size_t{0}, size_t{1}}) {
+    auto out = gpu_->alloc(static_cast<size_t>(T * cols) + shift);
+    gpu_->embed(wg, tokens.data(), T, out->data() + shift);
+    std::vector<float> got(static_cast<size_t>(T * cols));
+    gpu_->download(got.data(), out->data() + shift, got.size());
+    int mismatches = 0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < cols; ++i) {
+        const float want = ref.values[static_cast<size_t>(tokens[t] * cols + i)];
+        const float have = got[static_cast<size_t>(t * cols + i)];
+        if (std::memcmp(&want, &have, 4) != 0 && ++mismatches <= 3)
+          ADD_FAILURE() << c.file << " row " << tokens[t] << " [" << i << "]: " << have
+                        << " vs gguf " << want << " (shift " << shift << ")";
+      }
+    EXPECT_EQ(mismatches, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaQuantTypes, ::testing::ValuesIn(testing::quant_cases()),
+                         [](const auto& p) { return std::string(p.param.file); });
+
+const QuantCase& case_of(DType type) {
+  for (const QuantCase& c : testing::quant_cases())
+    if (c.type == type) return c;
+  throw Error("no test case for the type");
+}
+
+// 8448 x 4096 Q8_0 is 36.8 MB (more than one 32 MiB upload chunk) and 34.6 M weights (more
+// than one 32 M-weight prefill tile); 1030 tokens are more than one 1024-token GEMM chunk.
+// Also records the worst error relative to its bound.
+TEST_F(CudaQuant, LargeTensorCrossesUploadChunksTilesAndTokenChunks) {
+  const QuantCase& c = case_of(DType::Q8_0);
+  const int64_t rows = 8448, cols = 4096;
+  std::mt19937 rng(99);
+  const std::vector<uint8_t> blocks =
+      testing::random_blocks(c, static_cast<size_t>(rows * cols / 32), rng);
+  const std::vector<float> w = testing::dequantize(c, blocks);
+  const Weight wc = cpu_->load_weight(view_of("big.weight", c.type, rows, cols, blocks));
+  const Weight wg = gpu_->load_weight(view_of("big.weight", c.type, rows, cols, blocks));
+  // Rows from both upload chunks, bit-exact.
+  const std::vector<int32_t> tokens = {0, 4000, 7800, 8447};
+  auto out = gpu_->alloc(tokens.size() * cols);
+  gpu_->embed(wg, tokens.data(), static_cast<int64_t>(tokens.size()), out->data());
+  std::vector<float> got(tokens.size() * cols);
+  gpu_->download(got.data(), out->data(), got.size());
+  for (size_t t = 0; t < tokens.size(); ++t)
+    EXPECT_EQ(0,
+              std::memcmp(got.data() + t * cols, w.data() + static_cast<size_t>(tokens[t]) * cols,
+                          cols * sizeof(float)))
+        << "row " << tokens[t];
+  // 33 tokens: the prefill path (above the chunked GEMV's 32), over both tiles.
+  Worst worst;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(33 * cols));
+  for (float& v : x) v = u(rng);
+  std::vector<float> y_cpu(static_cast<size_t>(33 * rows));
+  cpu_->matmul(wc, x.data(), 33, y_cpu.data());
+  check_products(w, x, rows, cols, 33, run_gpu_matmul(wg, x, 33), y_cpu, "8448x4096 T=33", worst);
+  // Many tokens on a small slice of rows: the first 64 rows as their own tensor.
+  const int64_t small_rows = 64, T = 1030;
+  const std::vector<uint8_t> head(blocks.begin(), blocks.begin() + small_rows * cols / 32 * 34);
+  const Weight hc = cpu_->load_weight(view_of("head.weight", c.type, small_rows, cols, head));
+  const Weight hg = gpu_->load_weight(view_of("head.weight", c.type, small_rows, cols, head));
+  std::vector<float> xt(static_cast<size_t>(T * cols));
+  for (float& v : xt) v = u(rng);
+  std::vector<float> yt_cpu(static_cast<size_t>(T * small_rows));
+  cpu_->matmul(hc, xt.data(), T, yt_cpu.data());
+  check_products(w, xt, small_rows, cols, T, run_gpu_matmul(hg, xt, T), yt_cpu, "64x4096 T=1030",
+                 worst);
+  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
+}
+
+std::string load_error(Backend& b, const TensorView& v) {
+  try {
+    b.load_weight(v);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(CudaQuant, LoadErrorsNameTheTensorAndTheProblem) {
+  std::vector<uint8_t> bytes(4 * 66 * 4);
+  // A type without a CUDA kernel: named, with the tensor.
+  TensorView iq2 = view_of("blk.3.ffn_up.weight", DType::IQ2_XXS, 4, 256, bytes);
+  iq2.nbytes = 4 * 66;
+  std::string msg = load_error(*gpu_, iq2);
+  EXPECT_NE(msg.find("blk.3.ffn_up.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("iq2_xxs"), std::string::npos) << msg;
+  // Rows that are not whole blocks.
+  TensorView ragged = view_of("blk.0.attn_q.weight", DType::Q4_K, 2, 96, bytes);
+  msg = load_error(*gpu_, ragged);
+  EXPECT_NE(msg.find("blk.0.attn_q.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("whole blocks"), std::string::npos) << msg;
+  // A byte count that does not match the shape.
+  TensorView short_data = view_of("output.weight", DType::Q8_0, 4, 64, bytes);
+  short_data.nbytes = 4 * 2 * 34 - 1;
+  msg = load_error(*gpu_, short_data);
+  EXPECT_NE(msg.find("output.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bytes"), std::string::npos) << msg;
+  // More than any GPU holds (1.2 TB; the data is never read): out of memory, with the size
+  // asked for and what is free.
+  TensorView huge = view_of("token_embd.weight", DType::Q8_0, int64_t{1} << 28, 4096, bytes);
+  huge.nbytes = (size_t{1} << 28) * 128 * 34;
+  msg = load_error(*gpu_, huge);
+  EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("token_embd.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("MiB free"), std::string::npos) << msg;
+  // The backend stays usable afterwards.
+  const QuantCase& c = case_of(DType::Q4_0);
+  std::mt19937 rng(5);
+  const std::vector<uint8_t> ok = testing::random_blocks(c, 8, rng);
+  const Weight w = gpu_->load_weight(view_of("ok.weight", c.type, 8, 32, ok));
+  const std::vector<float> y = run_gpu_matmul(w, std::vector<float>(32, 1.f), 1);
+  const std::vector<float> wf = testing::dequantize(c, ok);
+  for (int r = 0; r < 8; ++r) {
+    double s = 0, step = 0;
+    for (int i = 0; i < 32; ++i) {
+      s += wf[static_cast<size_t>(r * 32 + i)];
+      step += std::abs(wf[static_cast<size_t>(r * 32 + i)]) / 254.0;
+    }
+    EXPECT_NEAR(y[static_cast<size_t>(r)], s, step + 1e-5 * std::abs(s) + 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace hostlm

@@ -11,6 +11,7 @@ loads the file too.
 
   python3 tools/make_shape_gguf.py 0.8b OUT.gguf [--seed S]
   python3 tools/make_shape_gguf.py 2b OUT.gguf
+  python3 tools/make_shape_gguf.py 9b OUT.gguf      (untied output head, as the release)
   python3 tools/make_shape_gguf.py test256 OUT.gguf   (a 5 MB model for tests)
 """
 
@@ -32,6 +33,8 @@ COMMON = dict(head_dim=256, rot_dims=64, k_heads=16, dk=128, vocab=248320)
 SIZES = {
     "0.8b": dict(COMMON, hidden=1024, ffn=3584, layers=24, n_head=8, n_head_kv=2, v_heads=16),
     "2b": dict(COMMON, hidden=2048, ffn=6144, layers=24, n_head=8, n_head_kv=2, v_heads=16),
+    "9b": dict(COMMON, hidden=4096, ffn=12288, layers=32, n_head=16, n_head_kv=4, v_heads=32,
+               untied=True),
     "test256": dict(head_dim=64, rot_dims=16, k_heads=2, dk=64, vocab=2048, hidden=256, ffn=512,
                     layers=4, n_head=4, n_head_kv=1, v_heads=4, std=0.02),
 }
@@ -125,6 +128,8 @@ def main() -> int:
 
     matrix("token_embd.weight", VOCAB, H, scale=0.02)
     norm("output_norm.weight", H)
+    if s.get("untied"):
+        matrix("output.weight", VOCAB, H)
     for i in range(L):
         p = f"blk.{i}."
         norm(p + "attn_norm.weight", H)

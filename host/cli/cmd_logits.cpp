@@ -8,8 +8,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "store_util.h"
 #include "hostlm/error.h"
+#include "store_util.h"
 
 namespace hostlm::cli {
 

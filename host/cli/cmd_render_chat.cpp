@@ -7,9 +7,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "store_util.h"
 #include "hostlm/chat_json.h"
 #include "hostlm/error.h"
+#include "store_util.h"
 
 namespace hostlm::cli {
 namespace {

@@ -11,11 +11,11 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "store_util.h"
 #include "hostlm/error.h"
 #include "hostlm/grammar.h"
 #include "hostlm/sampler.h"
 #include "hostlm/tokenizer.h"
+#include "store_util.h"
 #include "text_chat.h"
 
 namespace hostlm::cli {
@@ -162,11 +162,15 @@ void apply_store_defaults(RunArgs& a, const CLI::App& cmd) {
   if (auto v = param("top_k", "--top-k")) a.sampling.top_k = static_cast<int>(*v);
   if (auto v = param("top_p", "--top-p")) a.sampling.top_p = static_cast<float>(*v);
   if (auto v = param("min_p", "--min-p")) a.sampling.min_p = static_cast<float>(*v);
-  if (auto v = param("repeat_penalty", "--repeat-penalty")) a.sampling.repeat_penalty = static_cast<float>(*v);
-  if (auto v = param("repeat_last_n", "--repeat-last-n")) a.sampling.repeat_last_n = static_cast<int>(*v);
+  if (auto v = param("repeat_penalty", "--repeat-penalty"))
+    a.sampling.repeat_penalty = static_cast<float>(*v);
+  if (auto v = param("repeat_last_n", "--repeat-last-n"))
+    a.sampling.repeat_last_n = static_cast<int>(*v);
   if (auto v = param("typical_p", nullptr)) a.sampling.typical_p = static_cast<float>(*v);
-  if (auto v = param("presence_penalty", nullptr)) a.sampling.presence_penalty = static_cast<float>(*v);
-  if (auto v = param("frequency_penalty", nullptr)) a.sampling.frequency_penalty = static_cast<float>(*v);
+  if (auto v = param("presence_penalty", nullptr))
+    a.sampling.presence_penalty = static_cast<float>(*v);
+  if (auto v = param("frequency_penalty", nullptr))
+    a.sampling.frequency_penalty = static_cast<float>(*v);
   if (auto v = param("seed", "--seed"); v && *v >= 0) a.sampling.seed = static_cast<uint64_t>(*v);
   if (auto v = param("num_ctx", "--ctx-size"); v && *v > 0) a.ctx_size = static_cast<int64_t>(*v);
   if (auto v = param("num_predict", "--n-predict"); v && *v >= 0) {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "commands.h"
-#include "store_util.h"
 #include "hostlm/error.h"
 #include "hostlm/tokenizer.h"
+#include "store_util.h"
 
 namespace hostlm::cli {
 namespace {

@@ -85,7 +85,7 @@ TEST_F(CliStoreTest, CreateListShowCopyRemove) {
   r = hostlm("show tiny");
   EXPECT_NE(r.out.find("architecture        qwen35"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("quantization        F32"), std::string::npos) << r.out;
-  EXPECT_EQ(hostlm("show tiny --system --license").code, 106);  // one part at a time (CLI11)
+  EXPECT_NE(hostlm("show tiny --system --license").code, 0);  // one part at a time
 
   r = hostlm("cp tiny me/other:v1");
   EXPECT_EQ(r.out, "copied 'tiny' to 'me/other:v1'\n");

@@ -250,8 +250,9 @@ TEST_F(StoreTest, RefusesWhatItCannotDoBeforeWritingAnything) {
   CreateRequest q;
   q.from = "x";
   q.quantize = "q9_z";
-  EXPECT_EQ(kind_and_message([&] { store_.create("y", q); })
-                .rfind("400 unsupported quantization type q9_z - supported types are ", 0),
+  EXPECT_EQ(kind_and_message([&] {
+              store_.create("y", q);
+            }).rfind("400 unsupported quantization type q9_z - supported types are ", 0),
             0u);
   EXPECT_EQ(kind_and_message([&] { store_.create("y", CreateRequest{}); }),
             "400 neither 'from' or 'files' was specified");

@@ -19,10 +19,11 @@ P + 1 tokens: a test may evaluate just that prefix (the CI test uses the short w
 """
 import argparse
 import json
-import math
 import os
 
 import torch
+
+from make_reference import randomize  # same weight recipe as the short references
 
 VOCAB = 1024
 NAME = "tiny-long-f32"
@@ -46,28 +47,6 @@ def windows(n):
     if n > 32768:
         wins.append((n - 128, 128))
     return [(s, l) for s, l in wins if s + l <= n]
-
-
-def randomize(model, gen):
-    """Weights with every path numerically visible (same recipe as make_reference.py)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("A_log"):
-                p.copy_(torch.rand(p.shape, generator=gen) * 2.0 - 1.0)
-            elif name.endswith("dt_bias"):
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
-            elif name.endswith("linear_attn.norm.weight"):
-                p.copy_(1.0 + torch.randn(p.shape, generator=gen) * 0.2)
-            elif name.endswith("norm.weight"):
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-            elif "embed_tokens" in name:
-                p.copy_(torch.randn(p.shape, generator=gen))
-            elif "conv1d" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
-            elif p.dim() == 2:
-                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
-            else:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
 
 
 def main():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import HostLMError
 
-C_API_VERSION = 1  # HOSTLM_C_API_VERSION this binding was written for
+C_API_VERSION = 2  # HOSTLM_C_API_VERSION this binding was written for
 
 HOSTLM_TEXT_REASONING = 1
 _DONE_REASONS = {0: "stop", 1: "length", 2: "cancelled"}
@@ -28,6 +28,9 @@ class _ModelParams(ctypes.Structure):
         ("threads", ctypes.c_int32),
         ("context", ctypes.c_int64),
         ("max_sequences", ctypes.c_int32),
+        ("kv_type", ctypes.c_char_p),
+        ("prefix_cache", ctypes.c_int32),
+        ("kv_cache_mib", ctypes.c_int64),
     ]
 
 

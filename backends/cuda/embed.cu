@@ -35,9 +35,12 @@ __global__ void rows_to_f32_kernel(const uint8_t* data, size_t row_bytes, int64_
 template <typename Elem>
 void launch_embed(const void* table, size_t row_bytes, int64_t cols, const int32_t* tokens,
                   int64_t T, float* out, cudaStream_t stream) {
-  const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(T));
-  embed_kernel<Elem><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes,
-                                                    cols, tokens, out);
+  // grid.y is at most 65535: longer batches (a one-shot prefill of a long prompt) go in parts.
+  for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {
+    const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
+    embed_kernel<Elem><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes,
+                                                      cols, tokens + t0, out + t0 * cols);
+  }
 }
 
 template <typename Elem>

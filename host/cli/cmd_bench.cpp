@@ -5,6 +5,10 @@
 // tg<N>: N single-token steps, timed. With -d D, both start after a D-token prefix, which is
 // evaluated untimed (llama-bench's "@ dD"). Each test runs once untimed (warm-up), then R
 // times; the table shows the mean and standard deviation of the R rates.
+//
+// --parallel, --format and --ttft-prefix switch to the serving modes (bench_serving.h):
+// generation through the Engine as `hostlm serve` runs it, with N concurrent streams, with
+// and without a grammar constraint, and the time to first token after a cached prefix.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,9 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench_serving.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "hostlm/error.h"
+#include "hostlm/kv_cache.h"
+#include "hostlm/tokenizer.h"
 
 namespace hostlm::cli {
 namespace {
@@ -112,15 +119,99 @@ struct Result {
   }
 };
 
+// The grammar of --format, with `hostlm run --format`'s meaning: "json" (any JSON object), a
+// JSON Schema file, or a schema given inline.
+std::shared_ptr<const Grammar> format_grammar(const std::string& format) {
+  if (format == "json") return std::make_shared<const Grammar>(Grammar::json_object());
+  const bool inline_schema = format.front() == '{';
+  // A file that cannot be read or parsed gives an error naming it.
+  const std::string text = inline_schema ? format : read_json_file(format).dump();
+  try {
+    return std::make_shared<const Grammar>(Grammar::from_json_schema(std::string_view(text)));
+  } catch (const std::exception& e) {
+    throw Error("--format " + (inline_schema ? std::string("schema") : format) + ": " + e.what());
+  }
+}
+
+// The one value a serving mode takes from a -p / -n list.
+int single_value(const std::vector<int>& values, const char* what) {
+  if (values.size() != 1 || values.front() < 1)
+    throw Error(std::string(what) + ": the serving modes take one positive value");
+  return values.front();
+}
+
+struct BenchArgs {
+  std::string model, prompt = "512", gen = "128", depth = "0", threads, output = "md";
+  std::string backend = "auto";
+  int reps = 5;
+  // The serving modes.
+  std::string parallel, format, kv_type = "f16";
+  int ttft_prefix = 0, ttft_new = 32;
+  int64_t batch = 0;
+};
+
+void run_serving_modes(const BenchArgs& a, bool reps_given) {
+  ServingBenchConfig config;
+  config.n_prompt = single_value(parse_int_list(a.prompt, "-p"), "-p");
+  config.n_gen = single_value(parse_int_list(a.gen, "-n"), "-n");
+  if (a.depth != "0") throw Error("-d: not used by the serving modes");
+  if (!a.parallel.empty()) config.parallel = parse_int_list(a.parallel, "--parallel");
+  if (config.parallel.empty() && !a.format.empty()) config.parallel = {1};
+  config.ttft_prefix = a.ttft_prefix;
+  config.ttft_new = a.ttft_new;
+  config.reps = reps_given ? a.reps : 1;
+  config.kv_type = parse_kv_type(a.kv_type);
+  // Compiled before the model loads, so a bad schema fails fast.
+  if (!a.format.empty()) {
+    config.grammar = format_grammar(a.format);
+    config.format_name = a.format.front() == '{' ? "schema" : a.format;
+  }
+  std::vector<int> threads =
+      a.threads.empty() ? std::vector<int>{0} : parse_int_list(a.threads, "-t");
+  if (threads.size() != 1) throw Error("-t: the serving modes take one thread count");
+
+  ModelLoadOptions options;
+  options.backend = a.backend;
+  options.threads = threads.front();
+  if (a.batch > 0) options.max_batch = a.batch;  // else what `hostlm serve` uses
+  PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
+  LoadedModel loaded(registry, a.model, options);
+  if (config.grammar) {
+    // The vocabulary the server builds for the model (ServedModel::grammar_vocab).
+    const Tokenizer tokenizer = Tokenizer::load(a.model);
+    config.vocab = std::make_shared<const GrammarVocab>(tokenizer);
+  }
+  const ServingBenchReport report = run_serving_bench(loaded.model(), config);
+  const ModelSummary summary = summarize(loaded.files());
+  const std::string backend = loaded.backend().name();
+  const int shown_threads =
+      threads.front() > 0 ? threads.front()
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (a.output == "json") {
+    const nlohmann::ordered_json common = {{"model_filename", a.model},
+                                           {"model_type", summary.name},
+                                           {"model_size", summary.bytes},
+                                           {"model_n_params", summary.params},
+                                           {"backend", backend},
+                                           {"n_threads", shown_threads},
+                                           {"n_batch", loaded.model().max_batch_tokens()},
+                                           {"kv_type", a.kv_type}};
+    write_stdout(serving_report_json(report, config, common).dump(2) + "\n");
+    return;
+  }
+  char notes[256];
+  std::snprintf(notes, sizeof notes,
+                "engine: %lld tokens per step, KV %s, sampling as hostlm serve (temperature "
+                "0.8, top_k 40, top_p 0.9), %d repetition(s)\n\n",
+                static_cast<long long>(loaded.model().max_batch_tokens()), a.kv_type.c_str(),
+                config.reps);
+  write_stdout(notes + serving_report_markdown(report, config, summary.name, backend));
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  struct Args {
-    std::string model, prompt = "512", gen = "128", depth = "0", threads, output = "md";
-    std::string backend = "auto";
-    int reps = 5;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure prompt processing and generation speed (like llama-bench)");
   cmd->add_option("model", args->model, "GGUF file or Hugging Face folder")->required();
@@ -130,12 +221,39 @@ void add_bench_command(CLI::App& app) {
                   "context already filled before each test, comma-separated");
   cmd->add_option("-t,--threads", args->threads,
                   "thread counts, comma-separated (default: one per core)");
-  cmd->add_option("-r,--repetitions", args->reps, "timed runs per test")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* reps = cmd->add_option("-r,--repetitions", args->reps,
+                                      "timed runs per test (serving modes: default 1)")
+                          ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("--backend", args->backend, "cpu, cuda or auto")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->callback([args] {
+  cmd->add_option("--parallel", args->parallel,
+                  "serving mode: concurrent streams through the engine, comma-separated "
+                  "(each: one -p prompt, -n tokens)");
+  cmd->add_option("--format", args->format,
+                  "serving mode: also generate held to json or a JSON Schema (file or inline), "
+                  "as hostlm run --format; reports both and the ratio");
+  cmd->add_option("--ttft-prefix", args->ttft_prefix,
+                  "serving mode: time to first token for a cached prefix of this many tokens "
+                  "plus --ttft-new more, and the prefix's cold prefill")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ttft-new", args->ttft_new, "tokens appended to the cached prefix")
+      ->check(CLI::PositiveNumber);
+  CLI::Option* kv_type = cmd->add_option("--kv-type", args->kv_type, "serving mode: KV cache type")
+                             ->check(CLI::IsMember({"f16", "q8_0", "f32"}));
+  CLI::Option* batch =
+      cmd->add_option("-b,--batch-size", args->batch,
+                      "serving mode: tokens per engine step (default: as hostlm serve)")
+          ->check(CLI::PositiveNumber);
+  cmd->callback([args, reps, kv_type, batch] {
+    if (!args->parallel.empty() || !args->format.empty() || args->ttft_prefix > 0) {
+      run_serving_modes(*args, reps->count() > 0);
+      return;
+    }
+    if (kv_type->count() > 0 || batch->count() > 0)
+      throw Error(
+          "--kv-type and -b belong to the serving modes (--parallel, --format, "
+          "--ttft-prefix)");
     const std::vector<int> prompts = parse_int_list(args->prompt, "-p");
     const std::vector<int> gens = parse_int_list(args->gen, "-n");
     const std::vector<int> depths = parse_int_list(args->depth, "-d");

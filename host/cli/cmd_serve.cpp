@@ -1,13 +1,17 @@
 // `hostlm serve`: the Ollama API (/api) and the OpenAI API (/v1) on one port, models loaded on
 // first use from the model store, LM Studio's folder, or a path.
 //
-// Settings come from flags, else from the environment (HOSTLM_HOST, HOSTLM_API_KEY,
+// Settings come from flags, else from the settings file (--config FILE or $HOSTLM_CONFIG,
+// KEY=VALUE lines), else from the environment (HOSTLM_HOST, HOSTLM_API_KEY,
 // HOSTLM_NUM_PARALLEL, HOSTLM_MAX_LOADED_MODELS, HOSTLM_MAX_QUEUE, HOSTLM_KEEP_ALIVE,
 // HOSTLM_CONTEXT_LENGTH, HOSTLM_ORIGINS, HOSTLM_MODELS, HOSTLM_SHUTDOWN_GRACE,
-// HOSTLM_MAX_BODY_BYTES), else Ollama's defaults where it has one.
+// HOSTLM_MAX_BODY_BYTES, HOSTLM_LOG_LEVEL, HOSTLM_LOG_FORMAT), else Ollama's defaults where it
+// has one (serve_settings.h).
 //
 // SIGINT / SIGTERM: stop accepting, let streams finish within the grace period, then end
-// them and exit 0. A second signal exits at once.
+// them and exit 0. A second signal exits at once (status 1).
+// SIGHUP: read the settings file again and re-scan model and plugin folders, keeping loaded
+// models (serve_reload.h).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -28,36 +33,11 @@
 #include "hostlm/ollama/api.h"
 #include "hostlm/openai/api.h"
 #include "hostlm/serving.h"
+#include "serve_reload.h"
+#include "serve_settings.h"
 
 namespace hostlm::cli {
 namespace {
-
-struct ServeArgs {
-  std::string host, api_key, models_dir, keep_alive, log_format = "text", log_level = "info";
-  std::string reasoning_field = "reasoning_content", kv_type;
-  int parallel = 0, max_loaded = 0, max_queue = 0;
-  int64_t ctx = 0;
-  bool no_store = false;
-  BackendFlags backend;
-};
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-int64_t env_int(const char* name, int64_t fallback) {
-  const std::string v = env(name);
-  if (v.empty()) return fallback;
-  try {
-    size_t used = 0;
-    const long long n = std::stoll(v, &used);
-    if (used != v.size() || n < 0) throw std::invalid_argument(v);
-    return n;
-  } catch (const std::exception&) {
-    throw Error(std::string(name) + " must be a non-negative integer, not '" + v + "'");
-  }
-}
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -73,10 +53,21 @@ std::vector<std::string> split_commas(const std::string& text) {
   return out;
 }
 
-// Waits for SIGINT / SIGTERM (blocked in every thread, so only this one sees them).
+// The signals this server handles; blocked in every thread, so only the watcher sees them.
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Waits for SIGINT / SIGTERM (shutdown) and SIGHUP (`reload`, on this thread).
 class SignalWatcher {
  public:
-  SignalWatcher(http::Server& server, std::chrono::seconds grace) : server_(server), grace_(grace) {
+  SignalWatcher(http::Server& server, std::chrono::seconds grace, std::function<void()> reload)
+      : server_(server), grace_(grace), reload_(std::move(reload)) {
     thread_ = std::thread([this] { run(); });
   }
   ~SignalWatcher() {
@@ -86,10 +77,7 @@ class SignalWatcher {
 
  private:
   void run() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    const sigset_t set = handled_signals();
     const timespec tick{0, 200'000'000};
     bool stopping = false;
     std::chrono::steady_clock::time_point deadline{};
@@ -104,6 +92,16 @@ class SignalWatcher {
         // Streams get the grace period, then a little time to say goodbye.
         deadline = std::chrono::steady_clock::now() + grace_ + std::chrono::seconds(10);
         server_.shutdown();
+      } else if (sig == SIGHUP) {
+        if (stopping) {
+          server_.logger().event(http::LogLevel::kInfo, "SIGHUP ignored: shutting down");
+        } else {
+          try {
+            reload_();
+          } catch (const std::exception& e) {  // the reloader logs its own failures
+            server_.logger().event(http::LogLevel::kError, "reload failed", {{"error", e.what()}});
+          }
+        }
       }
       if (stopping && std::chrono::steady_clock::now() > deadline) {
         server_.logger().event(http::LogLevel::kError, "shutdown took too long: exiting now");
@@ -114,67 +112,65 @@ class SignalWatcher {
 
   http::Server& server_;
   std::chrono::seconds grace_;
+  std::function<void()> reload_;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
 
 void serve(const ServeArgs& a) {
   // Block the signals before any thread starts, so every thread inherits the mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = handled_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  const char* config_env = std::getenv("HOSTLM_CONFIG");
+  const std::string config = !a.config.empty() ? a.config : config_env ? config_env : "";
+  ServeSettings settings = ServeSettings::load(config, ServeSettings::process_environment());
+  settings.export_file_values();  // still the only thread
+  const LiveSettings live = live_settings(a, settings);
+
   ServingOptions serving;
-  serving.parallel = static_cast<int>(a.parallel ? a.parallel : env_int("HOSTLM_NUM_PARALLEL", 4));
-  serving.max_loaded =
-      static_cast<int>(a.max_loaded ? a.max_loaded : env_int("HOSTLM_MAX_LOADED_MODELS", 3));
-  serving.max_queue =
-      static_cast<size_t>(a.max_queue ? a.max_queue : env_int("HOSTLM_MAX_QUEUE", 64));
-  serving.context = a.ctx ? a.ctx : env_int("HOSTLM_CONTEXT_LENGTH", 4096);
-  if (serving.parallel < 1 || serving.max_loaded < 1 || serving.context < 1)
-    throw Error("--parallel, --max-loaded and --ctx must be at least 1");
-  const std::string keep_alive = a.keep_alive.empty() ? env("HOSTLM_KEEP_ALIVE") : a.keep_alive;
-  if (!keep_alive.empty()) serving.keep_alive = parse_duration(keep_alive);
+  serving.parallel =
+      static_cast<int>(a.parallel ? a.parallel : settings.get_count("HOSTLM_NUM_PARALLEL", 4));
+  serving.max_loaded = live.serving.max_loaded;
+  serving.max_queue = live.serving.max_queue;
+  serving.keep_alive = live.serving.keep_alive;
+  serving.context = a.ctx ? a.ctx : settings.get_count("HOSTLM_CONTEXT_LENGTH", 4096);
+  if (serving.parallel < 1 || serving.context < 1)
+    throw Error("--parallel and --ctx must be at least 1");
   serving.load = a.backend.load_options();
-  const std::string kv_type = a.kv_type.empty() ? env("HOSTLM_KV_CACHE_TYPE") : a.kv_type;
+  const std::string kv_type = a.kv_type.empty() ? settings.get("HOSTLM_KV_CACHE_TYPE") : a.kv_type;
   if (!kv_type.empty()) serving.kv_type = parse_kv_type(kv_type);
 
   http::ServerOptions options;
   const http::ListenAddress address =
-      a.host.empty() ? http::listen_address_from_env() : http::parse_listen_address(a.host);
+      http::parse_listen_address(a.host.empty() ? settings.get("HOSTLM_HOST") : a.host);
   options.host = address.host;
   options.port = address.port;
-  options.api_key = a.api_key.empty() ? env("HOSTLM_API_KEY") : a.api_key;
-  options.origins = split_commas(env("HOSTLM_ORIGINS"));
-  options.max_body_bytes = static_cast<size_t>(env_int("HOSTLM_MAX_BODY_BYTES", 32 << 20));
-  options.shutdown_grace = std::chrono::seconds(env_int("HOSTLM_SHUTDOWN_GRACE", 5));
-  options.log.format = http::parse_log_format(a.log_format);
-  options.log.level = http::parse_log_level(a.log_level);
+  options.api_key = live.api_key;
+  options.origins = split_commas(settings.get("HOSTLM_ORIGINS"));
+  options.max_body_bytes =
+      static_cast<size_t>(settings.get_count("HOSTLM_MAX_BODY_BYTES", 32 << 20));
+  options.shutdown_grace = std::chrono::seconds(settings.get_count("HOSTLM_SHUTDOWN_GRACE", 5));
+  const std::string log_format =
+      !a.log_format.empty() ? a.log_format : settings.get("HOSTLM_LOG_FORMAT");
+  options.log.format = http::parse_log_format(log_format.empty() ? "text" : log_format);
+  options.log.level = live.log_level;
   // The memory plan is a block of text: it would break a JSON log.
   serving.log_memory = options.log.format == http::LogFormat::kText;
   // One worker per request that can run or wait, plus room for quick requests.
   options.threads = static_cast<int>(std::min<int64_t>(
       1024, serving.parallel * serving.max_loaded + static_cast<int64_t>(serving.max_queue) + 16));
 
-  std::shared_ptr<ollama::ModelStore> store;
-  if (!a.no_store) {
-    ollama::ModelStore defaults = ollama::ModelStore::open_default();
-    store = a.models_dir.empty()
-                ? std::make_shared<ollama::ModelStore>(std::move(defaults))
-                : std::make_shared<ollama::ModelStore>(a.models_dir, defaults.extra_roots());
-  }
-  std::vector<std::shared_ptr<const ModelSource>> sources;
-  if (store) sources.push_back(ollama::store_model_source(store));
-  sources.push_back(openai::lmstudio_model_source(openai::default_lmstudio_root()));
-  sources.push_back(std::make_shared<PathModelSource>());
-
-  auto models = std::make_unique<ModelManager>(plugin_registry(), serving, std::move(sources));
+  PluginRegistry& registry = plugin_registry();
+  // The registry may have been made before the file's $HOSTLM_PLUGIN_PATH was exported.
+  registry.rescan(PluginRegistry::default_search_path(live.plugin_path));
+  std::shared_ptr<ollama::ModelStore> store = open_store(live);
+  auto store_slot = std::make_shared<ollama::StoreSlot>(store);
+  auto models = std::make_unique<ModelManager>(registry, serving, model_sources(live, store));
   {
     http::Server server(options);
-    ollama::add_api_routes(server, *models, store);
+    ollama::add_api_routes(server, *models, store_slot);
     openai::add_api_routes(server, *models, {.reasoning_field = a.reasoning_field});
     server.route("GET", "/health",
                  [](http::Exchange& ex) {
@@ -191,9 +187,12 @@ void serve(const ServeArgs& a) {
         {"context", serving.context},
         {"max_loaded", serving.max_loaded},
         {"api_key", !options.api_key.empty()},
-        {"store", store ? store->root().string() : std::string("none")}};
+        {"store", store ? store->root().string() : std::string("none")},
+        {"plugins", registry.manifests().size()},
+        {"config", config.empty() ? std::string("none") : config}};
     server.logger().event(http::LogLevel::kInfo, "listening", fields);
-    SignalWatcher watcher(server, options.shutdown_grace);
+    ServeReloader reloader(a, std::move(settings), server, *models, *store_slot, registry);
+    SignalWatcher watcher(server, options.shutdown_grace, [&reloader] { reloader.reload(); });
     server.run();
     server.logger().event(http::LogLevel::kInfo, "stopped");
   }
@@ -228,9 +227,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option(
       "--keep-alive", a->keep_alive,
       "how long idle models stay loaded, e.g. 5m, -1 (default $HOSTLM_KEEP_ALIVE or 5m)");
-  cmd->add_option("--log-format", a->log_format, "text or json")
+  cmd->add_option(
+      "--config", a->config,
+      "settings file of KEY=VALUE lines, read again on SIGHUP (default $HOSTLM_CONFIG)");
+  cmd->add_option("--log-format", a->log_format,
+                  "text or json (default $HOSTLM_LOG_FORMAT or text)")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--log-level", a->log_level, "error, warn, info or debug")
+  cmd->add_option("--log-level", a->log_level,
+                  "error, warn, info or debug (default $HOSTLM_LOG_LEVEL or info)")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
   cmd->add_option("--reasoning-field", a->reasoning_field,
                   "where /v1 answers put reasoning: reasoning_content, reasoning or both")

@@ -130,6 +130,9 @@ def dpkg_install_cycle(c, debs, source, version, tmp):
             st = os.stat("/var/lib/hostlm/models")
             c.check(st.st_uid == user.pw_uid and stat.S_IMODE(st.st_mode) == 0o750,
                     "/var/lib/hostlm/models owned by hostlm, mode 0750")
+            st = os.stat("/etc/default/hostlm")
+            c.check(st.st_uid == 0 and st.st_gid == user.pw_gid and stat.S_IMODE(st.st_mode) == 0o640,
+                    "/etc/default/hostlm is root:hostlm 0640: the service reads it, others do not")
         except KeyError:
             c.check(False, "postinst created the system user hostlm")
         except FileNotFoundError:
@@ -151,6 +154,8 @@ def dpkg_install_cycle(c, debs, source, version, tmp):
         c.check(not os.path.exists("/etc/default/hostlm"), "dpkg -P removes /etc/default/hostlm")
         c.check(not os.path.exists("/var/lib/hostlm"), "dpkg -P removes /var/lib/hostlm")
         c.check(not os.path.lexists(wants), "dpkg -P removes the service's enablement")
+        c.check(run(["dpkg-statoverride", "--list", "/etc/default/hostlm"], check=False).returncode != 0,
+                "dpkg -P removes the settings file's statoverride")
         c.check(run(["getent", "passwd", "hostlm"], check=False).returncode == 2,
                 "dpkg -P removes the hostlm user")
     finally:
@@ -194,8 +199,8 @@ def main():
         if (source / "adapters/comfyui").is_dir():
             c.check((root / "usr/share/hostlm/comfyui").is_dir(), "hostlm package has the ComfyUI package")
         unit = (root / "lib/systemd/system/hostlm.service").read_text()
-        c.check("ExecStart=/usr/bin/hostlm serve" in unit and
-                "EnvironmentFile=-/etc/default/hostlm" in unit, "packaged unit names /usr/bin and /etc")
+        c.check("ExecStart=/usr/bin/hostlm serve --config /etc/default/hostlm" in unit,
+                "packaged unit names /usr/bin and /etc")
         c.check(stat.S_IMODE((root / "etc/default/hostlm").stat().st_mode) == 0o600,
                 "/etc/default/hostlm is mode 0600")
 

@@ -4,9 +4,12 @@ on, the environment file it reads, and `systemd-analyze verify`. Where systemd-a
 missing or cannot run (some containers), the directive checks still run and the test reports
 itself skipped, saying why."""
 import argparse
+import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +38,36 @@ def verify(unit, cwd):
     return p.returncode, (p.stdout + p.stderr).strip()
 
 
+def check_settings_file_starts_the_server(c, hostlm, env_path, tmp):
+    """The unit's command line with the shipped settings file: the server reads the file,
+    starts (on any free port, without the store the file names) and stops on SIGTERM."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HOSTLM_", "OLLAMA_"))}
+    env["HOME"] = str(tmp)
+    proc = subprocess.Popen([str(hostlm), "serve", "--config", str(env_path), "--host",
+                             "127.0.0.1:0", "--no-store", "--log-format", "json"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
+    try:
+        said, listening = "", {}
+        for line in proc.stderr:  # up to the "listening" line, or the end if it cannot start
+            said += line
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("msg") == "listening":
+                listening = record
+                break
+        c.check(listening.get("config") == str(env_path),
+                f"`hostlm serve --config {env_path}` starts with the shipped file: {said.strip()}")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+        c.check(code == 0, f"and stops on SIGTERM with status 0 (got {code})")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
@@ -57,8 +90,9 @@ def main():
             c.check(ok, f"{key}={value if value is not None else '...'} (unit has {values})")
 
         has("User", "hostlm")
-        has("ExecStart", f"{prefix}/bin/hostlm serve")
-        has("EnvironmentFile", f"-{env_path}")
+        has("ExecStart", f"{prefix}/bin/hostlm serve --config {env_path}")
+        c.check("EnvironmentFile" not in svc,
+                "no EnvironmentFile=: the server reads its settings file itself, again on reload")
         has("Restart", "on-failure")
         has("MemoryMax")
         has("LimitNOFILE")
@@ -80,6 +114,7 @@ def main():
             text = env_path.read_text()
             for var in ("HOSTLM_HOST=", "HOSTLM_MODELS=/var/lib/hostlm/models", "HOSTLM_API_KEY="):
                 c.check(var in text, f"environment file sets or documents {var}")
+            check_settings_file_starts_the_server(c, prefix / "bin/hostlm", env_path, tmp)
 
         if shutil.which("systemd-analyze") is None:
             skipped = "systemd-analyze is not installed (apt-get install systemd)"

@@ -63,6 +63,20 @@ LogLevel parse_log_level(std::string_view text) {
   throw Error("log level must be error, warn, info or debug, not '" + std::string(text) + "'");
 }
 
+const char* log_level_text(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
+  }
+  return "info";
+}
+
 void Logger::request(const std::string& method, const std::string& path, int status, double ms,
                      const RequestLog& fields, const std::string& remote) {
   const LogLevel level = status >= 500   ? LogLevel::kError
@@ -96,7 +110,7 @@ void Logger::event(LogLevel level, const std::string& message,
 
 void Logger::write(LogLevel level, nlohmann::ordered_json record) {
   std::string line;
-  if (options_.format == LogFormat::kJson) {
+  if (format_ == LogFormat::kJson) {
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
     out["time"] = now_rfc3339();
     out["level"] = level_name(level);

@@ -64,13 +64,24 @@ struct Server::Impl {
   std::atomic<bool> shutting_down{false};
   std::atomic<bool> stop_streams{false};
   std::atomic<size_t> active_streams{0};
+  // options.api_key as it is now: set_api_key() may replace it while requests run.
+  mutable std::mutex api_key_mutex;
+  std::string api_key;
   int bound_port = 0;
   std::thread watchdog;
   std::mutex watchdog_mutex;
   std::condition_variable watchdog_wake;
 
   explicit Impl(ServerOptions o)
-      : options(std::move(o)), logger(options.log), origins(options.origins) {}
+      : options(std::move(o)),
+        logger(options.log),
+        origins(options.origins),
+        api_key(options.api_key) {}
+
+  std::string current_api_key() const {
+    std::lock_guard lock(api_key_mutex);
+    return api_key;
+  }
 
   nlohmann::ordered_json error_body(const std::string& path, const HttpError& error) const {
     const ErrorFormatter* best = nullptr;
@@ -204,8 +215,8 @@ struct Server::Impl {
       throw HttpError(403, "origin not allowed: " + origin, "permission_error");
     std::vector<std::string> params;
     const Route& route = find_route(req, params);
-    if (!options.api_key.empty() && !route.options.public_route &&
-        !same_secret(bearer_token(req), options.api_key))
+    const std::string key = current_api_key();
+    if (!key.empty() && !route.options.public_route && !same_secret(bearer_token(req), key))
       throw HttpError(401, "invalid or missing API key (send Authorization: Bearer <key>)",
                       "authentication_error", "invalid_api_key");
     const size_t limit =
@@ -312,6 +323,11 @@ void Server::shutdown() {
 bool Server::shutting_down() const { return impl_->shutting_down; }
 
 size_t Server::active_streams() const { return impl_->active_streams; }
+
+void Server::set_api_key(std::string api_key) {
+  std::lock_guard lock(impl_->api_key_mutex);
+  impl_->api_key.swap(api_key);
+}
 
 Logger& Server::logger() { return impl_->logger; }
 

@@ -7,6 +7,7 @@
 // run with 128-bit stores.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/common.cuh"
@@ -130,15 +131,18 @@ cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t co
 cudaError_t embed_quant(DType type, const void* w, int64_t rows, int64_t cols,
                         const int32_t* tokens, int64_t T, float* out, cudaStream_t stream) {
   const SplitLayout layout = split_layout(type);
-  if (layout.n_regions == 0 || cols % layout.block_elems != 0 || T > 65535)
-    return cudaErrorInvalidValue;
+  if (layout.n_regions == 0 || cols % layout.block_elems != 0) return cudaErrorInvalidValue;
   if (T == 0 || cols == 0) return cudaSuccess;
   const QuantMatrix m = quant_matrix(type, w, rows, cols);
   const bool vector = reinterpret_cast<uintptr_t>(out) % 16 == 0;
   with_quant_type(type, [&](auto q) {
     using Q = decltype(q);
-    const dim3 grid(blocks_for(m.nb * Q::kPieces, kThreads), static_cast<unsigned>(T));
-    embed_kernel<Q><<<grid, kThreads, 0, stream>>>(m, tokens, out, vector);
+    // grid.y is at most 65535: longer batches go in parts.
+    for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {
+      const dim3 grid(blocks_for(m.nb * Q::kPieces, kThreads),
+                      static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
+      embed_kernel<Q><<<grid, kThreads, 0, stream>>>(m, tokens + t0, out + t0 * cols, vector);
+    }
   });
   return cudaGetLastError();
 }
@@ -153,9 +157,11 @@ cudaError_t acts_to_f16(const float* x, int64_t T, int64_t cols, void* out, floa
 
 cudaError_t scale_rows(float* y, int64_t ldy, int64_t n, int64_t T, const float* inv_scale,
                        cudaStream_t stream) {
-  if (T == 0 || n == 0 || T > 65535) return T > 65535 ? cudaErrorInvalidValue : cudaSuccess;
-  const dim3 grid(blocks_for(n, kThreads), static_cast<unsigned>(T));
-  scale_rows_kernel<<<grid, kThreads, 0, stream>>>(y, ldy, n, inv_scale);
+  if (T == 0 || n == 0) return cudaSuccess;
+  for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {  // grid.y is at most 65535
+    const dim3 grid(blocks_for(n, kThreads), static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
+    scale_rows_kernel<<<grid, kThreads, 0, stream>>>(y + t0 * ldy, ldy, n, inv_scale + t0);
+  }
   return cudaGetLastError();
 }
 

@@ -114,6 +114,8 @@ class Engine {
 
   size_t running() const;
   size_t queued() const;
+  // Changes EngineOptions::max_queue for later submits (requests already waiting stay).
+  void set_max_queue(size_t max_queue);
   // Runs `task` on the scheduler thread between two steps, with the model to itself (work
   // outside generation requests, such as embeddings); blocks until it has run and rethrows
   // what it threw.

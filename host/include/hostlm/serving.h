@@ -149,6 +149,10 @@ class ModelManager {
   std::optional<ModelSpec> resolve(std::string_view name) const;
   // Every model the sources list, first source first, names unique.
   std::vector<ModelSpec> list() const;
+  // Replaces the sources (a server re-reading its settings: other model folders). Loaded
+  // models stay loaded under their names; the next request for a name whose files changed
+  // reloads it once it is idle, as after any change in a source.
+  void set_sources(std::vector<std::shared_ptr<const ModelSource>> sources);
 
   // Loads the model if needed and returns a lease on it. Throws ModelNotFound, EngineBusy
   // (max_loaded models are all busy), hostlm::Error (the files do not load).
@@ -163,7 +167,17 @@ class ModelManager {
   // The engines' metrics added up (Prometheus text: prometheus_text in engine_stats.h).
   EngineMetrics metrics() const;
 
-  const ServingOptions& options() const;
+  ServingOptions options() const;
+
+  // The settings that can change while serving. keep_alive: the default of later requests;
+  // max_queue: for every engine, loaded ones included; max_loaded: checked at the next load
+  // (models over it are not unloaded at once).
+  struct LiveOptions {
+    std::chrono::nanoseconds keep_alive = std::chrono::minutes(5);
+    size_t max_queue = 64;
+    int max_loaded = 3;
+  };
+  void set_live_options(const LiveOptions& live);
 
   struct Impl;
 

@@ -567,6 +567,11 @@ size_t Engine::queued() const {
   return impl_->queue.size();
 }
 
+void Engine::set_max_queue(size_t max_queue) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->options.max_queue = max_queue;
+}
+
 EngineMetrics Engine::metrics() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   EngineMetrics m = impl_->stats;

@@ -46,4 +46,12 @@ bool CharSet::intersects(uint32_t lo, uint32_t hi) const {
   return it != ranges.end() && it->first <= hi;
 }
 
+bool CharSet::covers(uint32_t lo, uint32_t hi) const {
+  // Ranges are merged and never adjacent, so [lo, hi] must lie inside a single one.
+  auto it = std::lower_bound(
+      ranges.begin(), ranges.end(), lo,
+      [](const std::pair<uint32_t, uint32_t>& r, uint32_t v) { return r.second < v; });
+  return it != ranges.end() && it->first <= lo && hi <= it->second;
+}
+
 }  // namespace hostlm::grammar

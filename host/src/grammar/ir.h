@@ -23,6 +23,7 @@ struct CharSet {
   void finish(bool negate);
   bool contains(uint32_t cp) const;
   bool intersects(uint32_t lo, uint32_t hi) const;  // any code point in [lo, hi]
+  bool covers(uint32_t lo, uint32_t hi) const;      // every code point in [lo, hi]
 };
 
 enum class ElemKind : uint8_t { End, Chars, Rule };

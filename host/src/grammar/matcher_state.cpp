@@ -109,16 +109,34 @@ void MatcherState::step(const Item& item, uint8_t byte, std::vector<Item>& out) 
     need = tail;
   } else {
     if ((byte & 0xC0) != 0x80) return;
-    cp = (item.cp << 6) | (byte & 0x3F);
     need = item.need - 1;
+    if (item.cp == kAnyCodePoint) {
+      if (need > 0) {
+        out.push_back({item.stack, kAnyCodePoint, static_cast<uint8_t>(need), item.tail});
+        return;
+      }
+      const auto [next, count] = successors(item.stack);
+      for (size_t i = 0; i < count; ++i) out.push_back({next[i], 0, 0, 0});
+      return;
+    }
+    cp = (item.cp << 6) | (byte & 0x3F);
   }
   if (need > 0) {
     // Prune a partial sequence as soon as no code point it can still become is in the set.
     static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-    const uint32_t lo = std::max(cp << (6 * need), kMin[tail]);
-    const uint32_t hi = (cp << (6 * need)) | ((1u << (6 * need)) - 1);
+    const uint32_t first = cp << (6 * need);  // the completions are [first, hi]
+    const uint32_t lo = std::max(first, kMin[tail]);
+    const uint32_t hi = first | ((1u << (6 * need)) - 1);
     if (lo > hi || !set.intersects(lo, hi)) return;
-    out.push_back({item.stack, cp, static_cast<uint8_t>(need), static_cast<uint8_t>(tail)});
+    // When every completion is valid (no overlong form, surrogate or value past U+10FFFF)
+    // and in the set, the sequence will be accepted whatever comes: forget its bits.
+    const bool all_valid =
+        first >= kMin[tail] && hi <= kMaxCodePoint && (hi < 0xD800 || first > 0xDFFF);
+    // (Its length no longer matters either: only the continuation bytes still to come.)
+    if (all_valid && set.covers(first, hi))
+      out.push_back({item.stack, kAnyCodePoint, static_cast<uint8_t>(need), 0});
+    else
+      out.push_back({item.stack, cp, static_cast<uint8_t>(need), static_cast<uint8_t>(tail)});
     return;
   }
   if (!utf8_valid_scalar(cp, tail) || !set.contains(cp)) return;

@@ -20,6 +20,10 @@ namespace hostlm::grammar {
 struct VocabTrie;
 
 inline constexpr uint32_t kBottom = 0xFFFFFFFFu;  // the empty stack: the root is complete
+// Item::cp of a partial UTF-8 sequence whose every completion is a valid code point in the
+// set: the bits read so far no longer matter, so all such items are one (inside a JSON
+// string, the thousands of partial CJK sequences of a trie walk become a single item set).
+inline constexpr uint32_t kAnyCodePoint = 0xFFFFFFFFu;
 
 // One live parse: a stack whose top is a character set, plus the UTF-8 sequence started
 // towards that set but not finished yet.

@@ -1,14 +1,74 @@
 #include "hostlm/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include "hostlm/error.h"
 
 namespace hostlm {
+namespace {
+
+using Candidate = std::pair<float, int32_t>;
+
+// The sampling order: the higher logit first, the lower id first among equals.
+bool better(const Candidate& a, const Candidate& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// Calls f(id) for every id below n that the mask allows, in increasing order: a word at a
+// time, so a mask of a few tokens costs a pass over 4K words, not over 248K ids.
+template <class F>
+void for_each_allowed(const TokenBitmask& mask, int32_t n, F&& f) {
+  for (size_t w = 0; w < mask.words.size(); ++w) {
+    for (uint64_t bits = mask.words[w]; bits != 0; bits &= bits - 1) {
+      const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+      if (id >= n) return;
+      f(id);
+    }
+  }
+}
+
+// The k best (logit, id) pairs of those offered, best first: the same pairs in the same order
+// as a partial sort of all of them, in one pass that keeps a pair only while it can still be
+// among the best k (top-k over the whole vocabulary is most of a sampling step otherwise).
+class BestK {
+ public:
+  BestK(std::vector<Candidate>& out, size_t k) : out_(out), k_(k), cap_(4 * k + 256) {
+    out_.clear();
+  }
+  // Nothing below this logit can enter: the caller's cheap test before offer().
+  float floor() const { return worst_.first; }
+  void offer(float logit, int32_t id) {
+    if (cut_ && !better({logit, id}, worst_)) return;
+    out_.emplace_back(logit, id);
+    if (out_.size() == cap_) {
+      std::nth_element(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(k_ - 1), out_.end(),
+                       better);
+      out_.resize(k_);
+      worst_ = out_[k_ - 1];
+      cut_ = true;
+    }
+  }
+  void finish() {
+    const size_t keep = std::min(k_, out_.size());
+    std::partial_sort(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(keep), out_.end(),
+                      better);
+    out_.resize(keep);
+  }
+
+ private:
+  std::vector<Candidate>& out_;
+  const size_t k_, cap_;
+  Candidate worst_{-INFINITY, std::numeric_limits<int32_t>::max()};
+  bool cut_ = false;
+};
+
+}  // namespace
 
 Sampler::Sampler(const SamplerParams& params, GrammarConstraint constraint)
     : params_(params), rng_(params.seed), constraint_(std::move(constraint)) {
@@ -128,7 +188,23 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
   if (penalize) count_recent();
   const bool adjusting = penalize || !params_.logit_bias.empty();
   int32_t picked = 0;
-  if (mask) {
+  // Top-k without biases or penalties (hostlm serve's defaults): the k best straight from the
+  // logits, sorted.
+  const bool direct_top_k =
+      !adjusting && params_.temperature > 0.f && params_.top_k > 0 && params_.top_k < n;
+  if (direct_top_k) {
+    BestK best(candidates_, static_cast<size_t>(params_.top_k));
+    if (mask) {
+      for_each_allowed(*mask, n, [&](int32_t i) {
+        if (logits[i] >= best.floor()) best.offer(logits[i], i);
+      });
+    } else {
+      const float* x = logits.data();
+      for (int32_t i = 0; i < n; ++i)
+        if (x[i] >= best.floor()) best.offer(x[i], i);
+    }
+    best.finish();
+  } else if (mask) {
     // Only the allowed tokens become candidates, so the rest cannot be picked even by
     // rounding in the draw below. Biases and penalties are looked up per candidate.
     auto score = [&](int32_t i) {
@@ -140,16 +216,16 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
     if (params_.temperature <= 0.f) {
       picked = -1;
       float best = 0.f;
-      for (int32_t i = 0; i < n; ++i)
-        if (mask->test(i) && (picked < 0 || score(i) > best)) {
+      for_each_allowed(*mask, n, [&](int32_t i) {
+        if (picked < 0 || score(i) > best) {
           picked = i;
           best = score(i);
         }
+      });
       return picked;
     }
     candidates_.clear();
-    for (int32_t i = 0; i < n; ++i)
-      if (mask->test(i)) candidates_.emplace_back(score(i), i);
+    for_each_allowed(*mask, n, [&](int32_t i) { candidates_.emplace_back(score(i), i); });
   } else if (params_.temperature <= 0.f) {
     std::span<const float> scores = logits;
     if (adjusting) {
@@ -172,15 +248,14 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
         if (t >= 0 && t < n) candidates_[t].first = adjusted(candidates_[t].first, count);
   }
   if (candidates_.empty()) return -1;
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
   size_t keep = candidates_.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
+  if (direct_top_k) {
+    // BestK left them sorted.
+  } else if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
     keep = static_cast<size_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
   } else {
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    std::sort(candidates_.begin(), candidates_.end(), better);
   }
   const float max_logit = candidates_[0].first;
   if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias

@@ -57,11 +57,15 @@ std::vector<fs::path> existing_unique_dirs(const std::vector<fs::path>& dirs) {
 namespace hostlm {
 
 std::vector<fs::path> PluginRegistry::default_search_path() {
+  const char* env = std::getenv("HOSTLM_PLUGIN_PATH");
+  return default_search_path(env ? env : "");
+}
+
+std::vector<fs::path> PluginRegistry::default_search_path(const std::string& plugin_path) {
   std::vector<fs::path> dirs;
   if (auto tree = registry::build_tree()) dirs.push_back(tree->manifest_dir());
   if (auto installed = registry::installed_manifest_dir()) dirs.push_back(*installed);
-  if (const char* env = std::getenv("HOSTLM_PLUGIN_PATH"))
-    for (fs::path& dir : registry::split_path_list(env)) dirs.push_back(std::move(dir));
+  for (fs::path& dir : registry::split_path_list(plugin_path)) dirs.push_back(std::move(dir));
   if (auto user = registry::user_plugin_dir()) dirs.push_back(*user);
   return registry::existing_unique_dirs(dirs);
 }

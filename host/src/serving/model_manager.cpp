@@ -39,18 +39,20 @@ bool same_files(const ModelSpec& a, const ModelSpec& b) {
 
 struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
   PluginRegistry& registry;
-  ServingOptions options;
-  std::vector<std::shared_ptr<const ModelSource>> sources;
   std::mutex registry_mutex;
+  // Replaced as a whole by set_sources(); readers take a copy of the pointers.
+  mutable std::mutex sources_mutex;
+  std::vector<std::shared_ptr<const ModelSource>> sources;
 
-  mutable std::mutex mutex;
+  mutable std::mutex mutex;  // guards `options` too (set_live_options)
+  ServingOptions options;
   std::condition_variable changed;  // loads finishing, expiry times changing, stopping
   std::map<std::string, std::shared_ptr<Entry>> entries;
   bool stopping = false;
   std::thread reaper;
 
   Impl(PluginRegistry& r, ServingOptions o, std::vector<std::shared_ptr<const ModelSource>> s)
-      : registry(r), options(std::move(o)), sources(std::move(s)) {}
+      : registry(r), sources(std::move(s)), options(std::move(o)) {}
 
   void start() {
     reaper = std::thread([this] { reap(); });
@@ -71,8 +73,13 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
     all.clear();  // engines cancel what runs and stop
   }
 
+  std::vector<std::shared_ptr<const ModelSource>> current_sources() const {
+    std::lock_guard lock(sources_mutex);
+    return sources;
+  }
+
   std::optional<ModelSpec> resolve(std::string_view name) const {
-    for (const auto& source : sources)
+    for (const auto& source : current_sources())
       if (auto spec = source->find(name)) return spec;
     return std::nullopt;
   }
@@ -125,12 +132,13 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
   ModelLease acquire(std::string_view name, const AcquireOptions& opts) {
     std::optional<ModelSpec> spec = resolve(name);
     if (!spec) throw ModelNotFound("model '" + std::string(name) + "' not found");
-    const std::chrono::nanoseconds keep_alive = opts.keep_alive.value_or(options.keep_alive);
     const int64_t context = opts.context.value_or(0);
     std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
     std::shared_ptr<Entry> entry;
+    ServingOptions load_options;
     {
       std::unique_lock lock(mutex);
+      const std::chrono::nanoseconds keep_alive = opts.keep_alive.value_or(options.keep_alive);
       for (;;) {
         if (stopping) throw Error("the server is shutting down");
         const auto it = entries.find(spec->name);
@@ -166,12 +174,13 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
       entry->requested_context = context;
       entry->keep_alive = keep_alive;
       entries[spec->name] = entry;
+      load_options = options;
     }
     dropped.clear();
     const auto t0 = Clock::now();
     std::shared_ptr<ServedModel> model;
     try {
-      model = std::make_shared<ServedModel>(registry, registry_mutex, *spec, options, context);
+      model = std::make_shared<ServedModel>(registry, registry_mutex, *spec, load_options, context);
     } catch (...) {
       {
         std::lock_guard lock(mutex);
@@ -184,6 +193,8 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
     const auto load = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
     {
       std::lock_guard lock(mutex);
+      // The queue bound may have changed while it loaded.
+      model->engine().set_max_queue(options.max_queue);
       entry->model = std::move(model);
       entry->loading = false;
       entry->users = 1;
@@ -294,7 +305,7 @@ std::optional<ModelSpec> ModelManager::resolve(std::string_view name) const {
 std::vector<ModelSpec> ModelManager::list() const {
   std::vector<ModelSpec> out;
   std::set<std::string> seen;
-  for (const auto& source : impl_->sources)
+  for (const auto& source : impl_->current_sources())
     for (ModelSpec& spec : source->list())
       if (seen.insert(spec.name).second) out.push_back(std::move(spec));
   return out;
@@ -346,7 +357,28 @@ EngineMetrics ModelManager::metrics() const {
   return sum;
 }
 
-const ServingOptions& ModelManager::options() const { return impl_->options; }
+void ModelManager::set_sources(std::vector<std::shared_ptr<const ModelSource>> sources) {
+  std::lock_guard lock(impl_->sources_mutex);
+  impl_->sources.swap(sources);
+  // The old sources go when `sources` does, or when the last request using them ends.
+}
+
+ServingOptions ModelManager::options() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->options;
+}
+
+void ModelManager::set_live_options(const LiveOptions& live) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->options.keep_alive = live.keep_alive;
+    impl_->options.max_queue = live.max_queue;
+    impl_->options.max_loaded = live.max_loaded;
+    for (const auto& [name, e] : impl_->entries)
+      if (e->model) e->model->engine().set_max_queue(live.max_queue);
+  }
+  impl_->changed.notify_all();
+}
 
 // ---- ModelLease ----------------------------------------------------------------------------
 

@@ -82,9 +82,38 @@ TEST_F(CliStoreTest, CreateListShowCopyRemove) {
             "num_predict                    4\nstop                           \"<|im_end|>\"\n"
             "temperature                    0\n");
   EXPECT_EQ(hostlm("show tiny --template").out, "");
-  r = hostlm("show tiny");
-  EXPECT_NE(r.out.find("architecture        qwen35"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("quantization        F32"), std::string::npos) << r.out;
+  r = hostlm("show tiny");  // `ollama show`'s sections, order and table layout
+  EXPECT_EQ(r.out,
+            "  Model\n"
+            "    architecture        qwen35    \n"
+            "    parameters          340K      \n"
+            "    context length      32768     \n"
+            "    embedding length    64        \n"
+            "    quantization        F32       \n"
+            "\n"
+            "  Capabilities\n"
+            "    completion    \n"
+            "    tools         \n"
+            "    thinking      \n"
+            "\n"
+            "  Parameters\n"
+            "    num_predict    4               \n"
+            "    stop           \"<|im_end|>\"    \n"
+            "    temperature    0               \n"
+            "\n"
+            "  System\n"
+            "    You are a tiny model.    \n"
+            "\n"
+            "  License\n"
+            "    Apache 2.0    \n"
+            "\n")
+      << r.out;
+  r = hostlm("show -v tiny");
+  EXPECT_NE(r.out.find("\n  Metadata\n    general.architecture  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("qwen35.attention.layer_norm_rms_epsilon    1e-06 "), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  Tensors\n    token_embd.weight +F32    "
+                                                  "\\[64 2048\\]    \n")))
+      << r.out;
   EXPECT_NE(hostlm("show tiny --system --license").code, 0);  // one part at a time
 
   r = hostlm("cp tiny me/other:v1");

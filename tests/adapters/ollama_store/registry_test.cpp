@@ -1,12 +1,17 @@
 // Pull and push against a local OCI registry (registry_server.py, started by the test):
 // a round trip, skipping blobs the other side has, resuming a cut download with a Range
-// request, refusing corrupt blobs, and the `hostlm pull` command.
+// request, refusing corrupt blobs, the Bearer-token handshake, HTTPS with a CA of the
+// test's own, `hf.co/USER/REPO:QUANT` names sent to the local registry by
+// HOSTLM_REGISTRY_OVERRIDE, and the `hostlm pull` command.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "hostlm/ollama/errors.h"
@@ -20,7 +25,8 @@ using namespace testing;
 
 class Registry {
  public:
-  Registry(const fs::path& dir, const std::vector<std::string>& extra) : dir_(dir) {
+  Registry(const fs::path& dir, const std::vector<std::string>& extra)
+      : dir_(dir), tls_(std::find(extra.begin(), extra.end(), "--tls") != extra.end()) {
     const fs::path script =
         source_dir() / "tests" / "adapters" / "ollama_store" / "registry_server.py";
     pid_ = ::fork();
@@ -36,11 +42,17 @@ class Registry {
       ::_exit(127);
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!fs::exists(dir / "port") && std::chrono::steady_clock::now() < deadline)
+    while (!fs::exists(dir / "port") && std::chrono::steady_clock::now() < deadline) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {  // it exited: no point in waiting
+        pid_ = -1;
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     port_ = slurp(dir / "port");
   }
   ~Registry() {
+    if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
     ::waitpid(pid_, nullptr, 0);
   }
@@ -48,13 +60,43 @@ class Registry {
   std::string name(const std::string& repo) const {
     return "http://127.0.0.1:" + port_ + "/" + repo;
   }
+  std::string base_url() const {
+    return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + port_;
+  }
+  const std::string& port() const { return port_; }
   std::string log() const { return slurp(dir_ / "log"); }
 
  private:
   fs::path dir_;
+  bool tls_ = false;
   pid_t pid_ = -1;
   std::string port_;
 };
+
+// Sets (or, with nullptr, removes) an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The log lines of one kind ("GET /cdn/", " auth=no") from a registry log.
+std::vector<std::string> log_lines(const std::string& log, const std::string& with) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(with) != std::string::npos) out.push_back(line);
+  return out;
+}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -119,20 +161,68 @@ TEST(Registry, ResumesACutDownloadWithARangeRequest) {
   Registry registry(dir.path(), {"--cut-after", "10000"});
   ASSERT_TRUE(registry.up());
   ModelStore a(dir.path() / "a");
-  make_model(a, dir.path(), registry.name("test/big:v1"), 20000);  // 80 KB of weights
-  a.push(registry.name("test/big:v1"));
+  const StoredModel made = make_model(a, dir.path(), registry.name("test/big:v1"), 20000);
+  a.push(registry.name("test/big:v1"));  // 80 KB of weights
+  const std::string weights = made.layers.front().digest;
   ModelStore b(dir.path() / "b");
-  const std::string first = error_of([&] { b.pull(registry.name("test/big:v1")); });
-  EXPECT_NE(first.find("bytes kept; pull again to resume"), std::string::npos) << first;
-  bool partial = false;
-  for (const auto& n : blob_names(dir.path() / "b"))
-    partial |= n.size() > 8 && n.substr(n.size() - 8) == "-partial";
-  EXPECT_TRUE(partial);
-  const StoredModel m = b.pull(registry.name("test/big:v1"));
+  std::vector<Progress> progress;
+  // The registry drops the connection after 10000 bytes; the same pull asks for the rest.
+  const StoredModel m =
+      b.pull(registry.name("test/big:v1"), [&](const Progress& p) { progress.push_back(p); });
   b.verify(m);
-  EXPECT_NE(registry.log().find(" bytes=10000-"), std::string::npos) << registry.log();
+  const auto gets = log_lines(registry.log(), "GET /v2/test/big/blobs/" + weights);
+  ASSERT_EQ(gets.size(), 2u) << registry.log();
+  EXPECT_NE(gets[0].find(" - "), std::string::npos) << gets[0];  // no Range at first
+  EXPECT_NE(gets[1].find(" bytes=10000-"), std::string::npos) << gets[1];
+  EXPECT_TRUE(std::any_of(progress.begin(), progress.end(), [&](const Progress& p) {
+    return p.digest == weights && p.completed == 10000;
+  }));
+  EXPECT_EQ(progress.back().status, "success");
   for (const auto& n : blob_names(dir.path() / "b"))
     EXPECT_EQ(n.find("partial"), std::string::npos) << n;
+}
+
+TEST(Registry, ResumesFromThePartialFileOfAnEarlierPull) {
+  ScratchDir dir("registry-partial");
+  Registry registry(dir.path(), {});
+  ASSERT_TRUE(registry.up());
+  ModelStore a(dir.path() / "a");
+  const StoredModel made = make_model(a, dir.path(), registry.name("test/part:v1"), 20000);
+  a.push(registry.name("test/part:v1"));
+  const Layer& weights = made.layers.front();
+  const fs::path partial =
+      dir.path() / "b" / "blobs" / ("sha256-" + weights.digest.substr(7) + "-partial");
+  // What a pull killed after 3000 bytes leaves behind.
+  spit(partial, slurp(made.model_path).substr(0, 3000));
+  ModelStore b(dir.path() / "b");
+  const StoredModel m = b.pull(registry.name("test/part:v1"));
+  b.verify(m);
+  const auto gets = log_lines(registry.log(), "GET /v2/test/part/blobs/" + weights.digest);
+  ASSERT_EQ(gets.size(), 1u) << registry.log();
+  EXPECT_NE(gets[0].find(" bytes=3000-"), std::string::npos) << gets[0];
+  EXPECT_FALSE(fs::exists(partial));
+}
+
+TEST(Registry, AStalePartialFileFailsTheDigestCheckAndIsDropped) {
+  ScratchDir dir("registry-stale");
+  Registry registry(dir.path(), {});
+  ASSERT_TRUE(registry.up());
+  ModelStore a(dir.path() / "a");
+  const StoredModel made = make_model(a, dir.path(), registry.name("test/stale:v1"), 20000);
+  a.push(registry.name("test/stale:v1"));
+  const std::string digest = made.layers.front().digest;
+  const fs::path partial = dir.path() / "b" / "blobs" / ("sha256-" + digest.substr(7) + "-partial");
+  spit(partial, std::string(3000, 'x'));  // not a prefix of the blob
+  ModelStore b(dir.path() / "b");
+  const std::string e = error_of([&] { b.pull(registry.name("test/stale:v1")); });
+  EXPECT_EQ(
+      e.rfind("digest mismatch, file must be downloaded again: want " + digest + ", got sha256:",
+              0),
+      0u)
+      << e;
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_TRUE(b.list().empty());
+  b.verify(b.pull(registry.name("test/stale:v1")));  // the next pull starts afresh
 }
 
 TEST(Registry, RefusesBlobsWithTheWrongDigest) {
@@ -150,9 +240,100 @@ TEST(Registry, RefusesBlobsWithTheWrongDigest) {
   ModelStore b(dir.path() / "b");
   const std::string e = error_of([&] { b.pull(corrupt.name("test/m:v1")); });
   EXPECT_EQ(e.rfind("digest mismatch, file must be downloaded again: want sha256:", 0), 0u) << e;
+  const std::string wanted = e.substr(e.find("want ") + 5, 71);
+  EXPECT_NE(e.find(", got sha256:"), std::string::npos) << e;
+  EXPECT_EQ(e.find(", got " + wanted), std::string::npos) << e;
   EXPECT_TRUE(b.list().empty());
   for (const auto& n : blob_names(dir.path() / "b"))
     EXPECT_EQ(n.find("partial"), std::string::npos) << n;
+}
+
+TEST(Registry, BearerTokenHandshake) {
+  ScratchDir dir("registry-auth");
+  Registry registry(dir.path(), {"--auth", "--redirect-blobs"});
+  ASSERT_TRUE(registry.up());
+  ModelStore a(dir.path() / "a");
+  make_model(a, dir.path(), registry.name("test/auth:v1"), 5000);
+  // Push: a pull-scoped token for the HEADs, then a 401 asking for push, a second token.
+  a.push(registry.name("test/auth:v1"));
+  std::string log = registry.log();
+  const auto tokens = log_lines(log, "GET /token?");
+  ASSERT_EQ(tokens.size(), 2u) << log;
+  EXPECT_NE(tokens[0].find("service=hostlm-test-registry&scope=repository%3Atest%2Fauth%3Apull "),
+            std::string::npos)
+      << tokens[0];
+  EXPECT_NE(tokens[1].find("scope=repository%3Atest%2Fauth%3Apull%2Cpush "), std::string::npos)
+      << tokens[1];
+  EXPECT_TRUE(log_lines(log, "PUT /v2/test/auth/manifests/v1 - auth=yes").size() == 1) << log;
+
+  ModelStore b(dir.path() / "b");
+  const size_t before = log.size();
+  b.verify(b.pull(registry.name("test/auth:v1")));
+  log = registry.log().substr(before);
+  // One token for the whole pull: the manifest is asked for twice, every blob once.
+  EXPECT_EQ(log_lines(log, "GET /token?").size(), 1u) << log;
+  EXPECT_EQ(log_lines(log, "GET /v2/test/auth/manifests/v1 - auth=no").size(), 1u) << log;
+  EXPECT_EQ(log_lines(log, "GET /v2/test/auth/manifests/v1 - auth=yes").size(), 1u) << log;
+  EXPECT_FALSE(log_lines(log, "GET /v2/test/auth/blobs/sha256:").empty()) << log;
+  EXPECT_TRUE(log_lines(log, "GET /v2/test/auth/blobs/sha256:").size() ==
+              log_lines(log, "/blobs/sha256:").size())
+      << log;
+  // The download is redirected to another host name: the token must not follow it.
+  const auto cdn = log_lines(log, "GET /cdn/sha256:");
+  EXPECT_EQ(cdn.size(), log_lines(log, "GET /v2/test/auth/blobs/").size()) << log;
+  for (const std::string& line : cdn) EXPECT_NE(line.find(" auth=no"), std::string::npos) << line;
+}
+
+TEST(Registry, RefusesATokenRealmOnAnotherHost) {
+  ScratchDir dir("registry-realm");
+  Registry registry(dir.path(), {"--auth", "--realm-host", "localhost"});
+  ASSERT_TRUE(registry.up());
+  ModelStore b(dir.path() / "b");
+  const std::string e = error_of([&] { b.pull(registry.name("test/x:v1")); });
+  EXPECT_EQ(e, "registry authentication: realm host \"localhost:" + registry.port() +
+                   "\" does not match original host \"127.0.0.1:" + registry.port() + "\"");
+  EXPECT_TRUE(log_lines(registry.log(), "/token").empty());
+}
+
+TEST(Registry, HuggingFaceNamesOverHttpsWithOwnCertificateAuthority) {
+  ScratchDir dir("registry-tls");
+  Registry registry(dir.path(), {"--tls", (dir.path() / "tls").string(), "--auth"});
+  ASSERT_TRUE(registry.up());
+  const std::string ca = (dir.path() / "tls" / "ca.pem").string();
+  const std::string override_hosts =
+      "hf.co=" + registry.base_url() + ", huggingface.co=" + registry.base_url() + "/";
+  ScopedEnv hosts("HOSTLM_REGISTRY_OVERRIDE", override_hosts.c_str());
+  ScopedEnv curl_bundle("CURL_CA_BUNDLE", nullptr), ssl_file("SSL_CERT_FILE", nullptr),
+      ssl_dir("SSL_CERT_DIR", nullptr);
+  const std::string name = "hf.co/test/Tiny-GGUF:Q4_K_M";
+  ModelStore a(dir.path() / "a");
+  {
+    ScopedEnv trust("HOSTLM_CA_BUNDLE", ca.c_str());
+    const StoredModel made = make_model(a, dir.path(), name, 3000);
+    a.push(name);
+    ModelStore b(dir.path() / "b");
+    const StoredModel pulled = b.pull(name);
+    EXPECT_EQ(pulled.digest, made.digest);
+    EXPECT_EQ(pulled.name.display(), name);
+    EXPECT_TRUE(fs::is_regular_file(dir.path() / "b" / "manifests" / "hf.co" / "test" /
+                                    "Tiny-GGUF" / "Q4_K_M"));
+    EXPECT_FALSE(log_lines(registry.log(), "GET /v2/test/Tiny-GGUF/manifests/Q4_K_M").empty());
+    // huggingface.co is another host to Ollama, so another folder of the store.
+    const StoredModel long_name = b.pull("huggingface.co/test/Tiny-GGUF:Q4_K_M");
+    EXPECT_EQ(long_name.digest, made.digest);
+    EXPECT_TRUE(fs::is_regular_file(dir.path() / "b" / "manifests" / "huggingface.co" / "test" /
+                                    "Tiny-GGUF" / "Q4_K_M"));
+  }
+  // Without the test's CA the certificate is refused; --insecure skips the check.
+  ModelStore c(dir.path() / "c");
+  const std::string e = error_of([&] { c.pull(name); });
+  EXPECT_NE(e.find(registry.base_url() + "/v2/test/Tiny-GGUF/manifests/Q4_K_M: SSL certificate"),
+            std::string::npos)
+      << e;
+  c.verify(c.pull(name, {}, /*insecure=*/true));
+  ScopedEnv bad("HOSTLM_REGISTRY_OVERRIDE", "hf.co");
+  EXPECT_EQ(error_of([&] { c.pull(name); }),
+            "HOSTLM_REGISTRY_OVERRIDE: 'hf.co' is not HOST=URL with an http:// or https:// URL");
 }
 
 TEST(Registry, PullCommand) {
@@ -177,6 +358,38 @@ TEST(Registry, PullCommand) {
   EXPECT_NE(err.find("verifying sha256 digest\nwriting manifest\nsuccess\n"), std::string::npos)
       << err;
   EXPECT_NE(slurp(dir.path() / "out").find("/test/cli:v1"), std::string::npos);
+}
+
+TEST(Registry, PullCommandWithAHuggingFaceName) {
+  ScratchDir dir("registry-cli-hf");
+  Registry registry(dir.path(), {"--tls", (dir.path() / "tls").string()});
+  ASSERT_TRUE(registry.up());
+  const std::string ca = (dir.path() / "tls" / "ca.pem").string();
+  const std::string env = "HOSTLM_REGISTRY_OVERRIDE='hf.co=" + registry.base_url() +
+                          "' HOSTLM_CA_BUNDLE='" + ca + "' OLLAMA_MODELS=/nonexistent ";
+  {
+    ScopedEnv hosts("HOSTLM_REGISTRY_OVERRIDE", ("hf.co=" + registry.base_url()).c_str());
+    ScopedEnv trust("HOSTLM_CA_BUNDLE", ca.c_str());
+    ModelStore a(dir.path() / "a");
+    make_model(a, dir.path(), "hf.co/user/Repo-GGUF:Q8_0", 100);
+    a.push("hf.co/user/Repo-GGUF:Q8_0");
+  }
+  const char* build = std::getenv("HOSTLM_BUILD_DIR");
+  const fs::path bin = build && *build
+                           ? fs::path(build) / "bin" / "hostlm"
+                           : fs::read_symlink("/proc/self/exe").parent_path() / "hostlm";
+  const std::string store = "HOSTLM_MODELS='" + (dir.path() / "c").string() + "' ";
+  const std::string cmd = env + store + "'" + bin.string() +
+                          "' pull hf.co/user/Repo-GGUF:Q8_0 2>'" + (dir.path() / "err").string() +
+                          "' && " + store + "OLLAMA_MODELS=/nonexistent '" + bin.string() +
+                          "' list >'" + (dir.path() / "out").string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.path() / "err");
+  EXPECT_NE(slurp(dir.path() / "err").find("verifying sha256 digest\nwriting manifest\nsuccess\n"),
+            std::string::npos);
+  EXPECT_NE(slurp(dir.path() / "out").find("\nhf.co/user/Repo-GGUF:Q8_0 "), std::string::npos)
+      << slurp(dir.path() / "out");
+  EXPECT_TRUE(fs::is_regular_file(dir.path() / "c" / "manifests" / "hf.co" / "user" / "Repo-GGUF" /
+                                  "Q8_0"));
 }
 
 }  // namespace

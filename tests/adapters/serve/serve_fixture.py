@@ -38,7 +38,8 @@ def free_port():
 
 
 class Server:
-    def __init__(self, *args, env=None, ready=True):
+    def __init__(self, *args, env=None, ready=True, log_level="debug"):
+        """`log_level` None: no --log-level flag (the settings file or environment decides)."""
         self.tmp = tempfile.TemporaryDirectory(prefix="hostlm-serve-test-")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -55,7 +56,7 @@ class Server:
         full_env.update(env or {})
         self.env = full_env
         cmd = [HOSTLM, "serve", "--host", f"127.0.0.1:{self.port}", "--log-format", "json",
-               "--log-level", "debug", *args]
+               *(["--log-level", log_level] if log_level else []), *args]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
         if ready:

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "hostlm/error.h"
@@ -147,6 +150,39 @@ TEST(Sampler, SameSeedSameDraws) {
   std::vector<float> logits(50);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
   for (int i = 0; i < 100; ++i) ASSERT_EQ(a.sample(logits), b.sample(logits));
+}
+
+TEST(Sampler, DirectTopKDrawsAsTheFullSort) {
+  // Without biases the k best come from one pass over the logits; a zero bias sends the same
+  // draw through the sort of every candidate. Both must pick the same tokens, ties included
+  // (logits on a coarse grid), with and without a grammar's mask.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> grid(-40, 40);
+  std::vector<std::vector<float>> pool(6, std::vector<float>(5000));
+  for (auto& logits : pool)
+    for (float& x : logits) x = 0.25f * static_cast<float>(grid(rng));
+  std::vector<std::string> bytes(5000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "ab";
+  bytes[4999].clear();   // the end token
+  GrammarConstraint ab;  // "a" and "ab" tokens only, then "b" or "ab" after an "a"
+  ab.grammar = std::make_shared<const Grammar>(Grammar::from_gbnf(R"G(root ::= ("a" "b"?)+)G"));
+  ab.vocab = std::make_shared<const GrammarVocab>(bytes, std::vector<int32_t>{4999});
+  for (const int top_k : {1, 7, 40, 600}) {
+    for (const bool constrained : {false, true}) {
+      SamplerParams direct;
+      direct.top_k = top_k;
+      direct.seed = 11;
+      SamplerParams sorted = direct;
+      sorted.logit_bias[0] = 0.f;
+      Sampler a(direct, constrained ? ab : GrammarConstraint{});
+      Sampler b(sorted, constrained ? ab : GrammarConstraint{});
+      for (int i = 0; i < 300; ++i) {
+        const auto& logits = pool[static_cast<size_t>(i) % pool.size()];
+        ASSERT_EQ(a.sample(logits), b.sample(logits))
+            << "top_k " << top_k << (constrained ? " constrained" : "") << " draw " << i;
+      }
+    }
+  }
 }
 
 TEST(Sampler, RejectsValuesOutOfRange) {

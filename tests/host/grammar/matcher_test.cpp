@@ -2,6 +2,9 @@
 // rejection leaving the state alone, end tokens, and deep / long inputs.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string_view>
+
 #include "test_support.h"
 
 namespace hostlm {
@@ -120,6 +123,50 @@ TEST(GrammarMatcher, MultiByteTokensInMask) {
   m.allowed_tokens(mask);
   EXPECT_TRUE(mask.test(6));
   EXPECT_TRUE(mask.test(3));
+}
+
+TEST(GrammarMatcher, PartialSequencesInWideSets) {
+  // In a set that holds every completion of a partial UTF-8 sequence the matcher forgets the
+  // sequence's bits; overlong forms, surrogates, values past U+10FFFF and code points the set
+  // leaves out must still be refused, whole or split byte by byte.
+  const Grammar g = Grammar::from_gbnf(R"G(root ::= [^"\u4E2D]*)G");
+  const std::pair<const char*, bool> cases[] = {
+      {"\xE0\x80\x80", false},      // overlong U+0000
+      {"\xE0\x9F\xBF", false},      // overlong U+07FF
+      {"\xE0\xA0\x80", true},       // U+0800
+      {"\xED\x9F\xBF", true},       // U+D7FF
+      {"\xED\xA0\x80", false},      // surrogate U+D800
+      {"\xED\xBF\xBF", false},      // surrogate U+DFFF
+      {"\xEE\x80\x80", true},       // U+E000
+      {"\xEF\xBF\xBF", true},       // U+FFFF
+      {"\xE4\xB8\xAD", false},      // U+4E2D, left out of the set
+      {"\xE4\xB8\xAC", true},       // U+4E2C
+      {"\xF0\x8F\xBF\xBF", false},  // overlong U+FFFF
+      {"\xF0\x90\x80\x80", true},   // U+10000
+      {"\xF4\x8F\xBF\xBF", true},   // U+10FFFF
+      {"\xF4\x90\x80\x80", false},  // past U+10FFFF
+  };
+  auto hex = [](std::string_view text) {
+    std::string out;
+    char buf[4];
+    for (unsigned char c : text) {
+      std::snprintf(buf, sizeof buf, "%02X ", c);
+      out += buf;
+    }
+    return out;
+  };
+  for (const auto& [text, valid] : cases) {
+    GrammarMatcher whole(g, byte_vocab());
+    EXPECT_EQ(whole.accept_bytes(text), valid) << hex(text);
+    GrammarMatcher split(g, byte_vocab());
+    ASSERT_TRUE(split.accept_bytes("a\xC3\xA9"));  // something before, as in a string
+    bool ok = true;
+    for (const char* c = text; *c != '\0' && ok; ++c) ok = split.accept_bytes(std::string(1, *c));
+    EXPECT_EQ(ok, valid) << hex(text);
+    if (ok) {
+      EXPECT_TRUE(split.can_end());
+    }
+  }
 }
 
 }  // namespace

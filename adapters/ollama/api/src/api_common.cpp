@@ -77,11 +77,12 @@ nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprob>& tokens) {
   return out;
 }
 
-ModelStore& require_store(const ApiContext& ctx, const char* what) {
-  if (!ctx.store)
+std::shared_ptr<ModelStore> require_store(const ApiContext& ctx, const char* what) {
+  std::shared_ptr<ModelStore> store = ctx.store->get();
+  if (!store)
     throw http::HttpError(
         501, std::string(what) + " needs the model store, which this server runs without");
-  return *ctx.store;
+  return store;
 }
 
 }  // namespace hostlm::ollama

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hostlm/http/server.h"
+#include "hostlm/ollama/api.h"
 #include "hostlm/ollama/store.h"
 #include "hostlm/serving.h"
 
@@ -14,7 +15,7 @@ namespace hostlm::ollama {
 
 struct ApiContext {
   ModelManager& models;
-  std::shared_ptr<ModelStore> store;  // null: no store (models by path only)
+  std::shared_ptr<StoreSlot> store;  // never null; holds null when serving without a store
   http::Logger& logger;
 };
 
@@ -35,7 +36,7 @@ nlohmann::ordered_json tool_call_json(const ToolCall& call, int index);
 // [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]
 nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprob>& tokens);
 
-// The store, or HttpError 501 naming the endpoint when there is none.
-ModelStore& require_store(const ApiContext& ctx, const char* what);
+// The store as it is now (never null), or HttpError 501 naming the endpoint when there is none.
+std::shared_ptr<ModelStore> require_store(const ApiContext& ctx, const char* what);
 
 }  // namespace hostlm::ollama

@@ -1,11 +1,4 @@
-// /api/show "model_info": the GGUF metadata of a model (big arrays emptied unless verbose),
-// or what a Hugging Face config.json says in GGUF terms.
+// /api/show "model_info" lives with the store now (hostlm/ollama/show.h), shared with
+// `hostlm show`.
 #pragma once
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
-namespace hostlm::ollama {
-
-nlohmann::ordered_json model_info(const std::filesystem::path& path, bool verbose);
-
-}  // namespace hostlm::ollama
+#include "hostlm/ollama/show.h"

@@ -52,8 +52,8 @@ void root(Exchange& ex) {
 
 void tags(ApiContext& ctx, Exchange& ex) {
   Json models = Json::array();
-  if (ctx.store) {
-    for (const StoredModel& m : ctx.store->list()) {
+  if (const std::shared_ptr<ModelStore> store = ctx.store->get()) {
+    for (const StoredModel& m : store->list()) {
       Json j = Json::object();
       j["name"] = m.name.display();
       j["model"] = m.name.display();
@@ -72,7 +72,8 @@ void show(ApiContext& ctx, Exchange& ex) {
   const std::string name = model_field(body);
   const bool verbose = body.value("verbose", false);
   std::optional<StoredModel> stored;
-  if (ctx.store && ModelName::try_parse(name)) stored = ctx.store->find(name);
+  const std::shared_ptr<ModelStore> store = ctx.store->get();
+  if (store && ModelName::try_parse(name)) stored = store->find(name);
   std::optional<ModelSpec> spec;
   if (!stored) spec = ctx.models.resolve(name);
   if (!stored && !spec) throw HttpError(404, "model '" + name + "' not found");
@@ -106,7 +107,7 @@ void show(ApiContext& ctx, Exchange& ex) {
 }
 
 void create(ApiContext& ctx, Exchange& ex) {
-  ModelStore& store = require_store(ctx, "creating models");
+  const std::shared_ptr<ModelStore> store = require_store(ctx, "creating models");
   const Json body = ex.json();
   const std::string name = model_field(body);
   ModelName::parse(name);  // invalid names fail before any work
@@ -122,14 +123,13 @@ void create(ApiContext& ctx, Exchange& ex) {
   ex.log().model = name;
   ApiContext* c = &ctx;
   if (!stream) {
-    store.create(name, request);
+    store->create(name, request);
     ctx.models.unload(name);  // the next request loads what was just written
     return ex.send_json(200, {{"status", "success"}});
   }
-  ex.send_stream("application/x-ndjson", [c, name, request](http::StreamWriter& writer) {
+  ex.send_stream("application/x-ndjson", [c, store, name, request](http::StreamWriter& writer) {
     try {
-      c->store->create(name, request,
-                       [&](const Progress& p) { writer.write(ndjson(p.to_json())); });
+      store->create(name, request, [&](const Progress& p) { writer.write(ndjson(p.to_json())); });
       c->models.unload(name);
     } catch (const std::exception& e) {
       writer.write(ndjson({{"error", e.what()}}));
@@ -138,16 +138,16 @@ void create(ApiContext& ctx, Exchange& ex) {
 }
 
 void blob_exists(ApiContext& ctx, Exchange& ex) {
-  ModelStore& store = require_store(ctx, "blobs");
-  ex.send_empty(store.has_blob(normalize_digest(ex.param(0))) ? 200 : 404);
+  const std::shared_ptr<ModelStore> store = require_store(ctx, "blobs");
+  ex.send_empty(store->has_blob(normalize_digest(ex.param(0))) ? 200 : 404);
 }
 
 void blob_upload(ApiContext& ctx, Exchange& ex) {
-  ModelStore& store = require_store(ctx, "blobs");
+  const std::shared_ptr<ModelStore> store = require_store(ctx, "blobs");
   const std::string digest = normalize_digest(ex.param(0));
-  const bool existed = store.has_blob(digest);
+  const bool existed = store->has_blob(digest);
   // Read (and check) the body even when the blob exists, so the client's upload completes.
-  BlobWriter writer = store.begin_blob();
+  BlobWriter writer = store->begin_blob();
   if (!ex.read_body([&](const char* data, size_t n) {
         writer.write(data, n);
         return true;
@@ -158,41 +158,42 @@ void blob_upload(ApiContext& ctx, Exchange& ex) {
 }
 
 void copy(ApiContext& ctx, Exchange& ex) {
-  ModelStore& store = require_store(ctx, "copying models");
+  const std::shared_ptr<ModelStore> store = require_store(ctx, "copying models");
   const Json body = ex.json();
   const std::string source = body.value("source", std::string());
   const std::string destination = body.value("destination", std::string());
   if (source.empty() || destination.empty())
     throw HttpError(400, "source and destination are required");
-  store.copy(source, destination);
+  store->copy(source, destination);
   ctx.models.unload(destination);
   ex.send_empty(200);
 }
 
 void remove(ApiContext& ctx, Exchange& ex) {
-  ModelStore& store = require_store(ctx, "deleting models");
+  const std::shared_ptr<ModelStore> store = require_store(ctx, "deleting models");
   const std::string name = model_field(ex.json());
   ex.log().model = name;
   ctx.models.unload(name);
-  if (!store.remove(name)) throw HttpError(404, "model '" + name + "' not found");
+  if (!store->remove(name)) throw HttpError(404, "model '" + name + "' not found");
   ex.send_empty(200);
 }
 
 // /api/pull and /api/push: the store talks to the registry; progress streams as NDJSON.
 void registry_transfer(ApiContext& ctx, Exchange& ex, bool pull) {
-  require_store(ctx, pull ? "pulling models" : "pushing models");
+  const std::shared_ptr<ModelStore> store =
+      require_store(ctx, pull ? "pulling models" : "pushing models");
   const Json body = ex.json();
   const std::string name = model_field(body);
   ModelName::parse(name);
   const bool insecure = body.value("insecure", false);
   ex.log().model = name;
   ApiContext* c = &ctx;
-  auto run = [c, name, insecure, pull](const ProgressFn& progress) {
+  auto run = [c, store, name, insecure, pull](const ProgressFn& progress) {
     if (pull) {
-      c->store->pull(name, progress, insecure);
+      store->pull(name, progress, insecure);
       c->models.unload(name);  // a model loaded under that name is stale now
     } else {
-      c->store->push(name, progress, insecure);
+      store->push(name, progress, insecure);
     }
   };
   if (!body.value("stream", true)) {

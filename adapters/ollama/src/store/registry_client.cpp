@@ -1,33 +1,35 @@
 // ModelStore::pull and ::push against an Ollama-compatible registry (OCI distribution
 // API). Downloads land in blobs/sha256-<hex>-partial, are hashed as they arrive, resume with
-// a Range request after an interruption, and become blobs only with the right digest.
+// a Range request after an interruption (in the same pull, which retries, or the next one),
+// and become blobs only with the right digest.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "digest.h"
 #include "fs_util.h"
 #include "hostlm/error.h"
 #include "http_client.h"
+#include "registry_session.h"
 #include "store_impl.h"
 
 namespace hostlm::ollama {
 namespace fs = std::filesystem;
 namespace {
 
-std::string repository_url(const ModelName& n) {
-  return n.scheme + "://" + n.host + "/v2/" + n.ns + "/" + n.model;
-}
-
 std::string short_digest(const std::string& digest) { return digest.substr(7, 12); }
 
 std::string response_problem(const HttpResponse& r) {
-  std::string text = "HTTP " + std::to_string(r.status);
+  // Ollama's words for a registry that still refuses after the token handshake.
+  std::string text = (r.status == 401 ? "unauthorized: access denied (HTTP " : "HTTP ") +
+                     std::to_string(r.status) + (r.status == 401 ? ")" : "");
   try {
     // Registries answer {"errors":[{"code","message"}]}; Ollama's own {"error": "..."}.
     const auto j = nlohmann::json::parse(r.body);
@@ -92,19 +94,100 @@ class PartialFile {
   int fd_ = -1;
 };
 
+// Failed attempts in a row (no byte gained) before a blob download gives up, and the
+// pause before the first retry (doubled each time): a dropped connection or a registry
+// restart costs seconds, not the whole pull.
+constexpr int kMaxFailures = 5;
+constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
+
+bool worth_retrying(long status) { return status == 429 || status / 100 == 5; }
+
+// Brings `partial` up to the whole blob: what it holds is hashed first, the rest is asked
+// for with a Range request, and a connection that drops is asked again from where it
+// stopped. Returns the hex SHA-256 of the whole file. Throws when the registry refuses or
+// keeps failing; the partial file stays for the next pull.
+std::string download_blob(RegistrySession& session, const Layer& layer, PartialFile& partial,
+                          const ProgressFn& progress) {
+  const std::string status = "pulling " + short_digest(layer.digest);
+  auto hash = std::make_unique<Sha256>();
+  uint64_t have = partial.resume(*hash);
+  auto restart = [&] {  // the partial file is not a prefix of this blob after all
+    partial.truncate();
+    hash = std::make_unique<Sha256>();
+    have = 0;
+  };
+  if (have > layer.size) restart();
+  progress({status, layer.digest, layer.size, have});
+  int failures = 0;
+  auto backoff = kFirstBackoff;
+  while (have < layer.size) {
+    const uint64_t before = have;
+    HttpRequest get;
+    get.url = session.repository_url() + "/blobs/" + layer.digest;
+    if (have > 0) get.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
+    bool first = true, write_failed = false;
+    get.on_data = [&](long http_status, const char* data, size_t n) {
+      // A registry that ignores Range sends the whole blob (200): start from zero.
+      if (first && http_status == 200 && have > 0) restart();
+      first = false;
+      if (!partial.append(data, n)) {
+        write_failed = true;
+        return false;
+      }
+      hash->update(data, n);
+      have += n;
+      progress({status, layer.digest, layer.size, have});
+      return true;
+    };
+    std::string problem;
+    HttpResponse r;
+    try {
+      r = session.send(get);
+    } catch (const TransportError& e) {
+      problem = e.what();  // the transfer broke off: try again from where it stopped
+    }
+    if (write_failed) throw Error("cannot write " + partial.path().string());
+    if (!problem.empty()) {
+      // retried below
+    } else if (r.status == 404) {
+      throw not_found("pull " + short_digest(layer.digest) + ": blob not found in the registry");
+    } else if (r.status == 416) {  // our offset is past what it has: the partial file is stale
+      restart();
+      problem = response_problem(r);
+    } else if (worth_retrying(r.status)) {
+      problem = response_problem(r);
+    } else if (r.status / 100 != 2) {
+      throw Error("pull " + short_digest(layer.digest) + ": " + response_problem(r));
+    } else if (have < layer.size) {
+      problem = "the registry sent " + std::to_string(have) + " of " + std::to_string(layer.size) +
+                " bytes";
+    }
+    partial.sync();
+    if (problem.empty()) break;
+    failures = have > before ? 1 : failures + 1;
+    if (have > before) backoff = kFirstBackoff;
+    if (failures >= kMaxFailures)
+      throw Error(problem + " (" + std::to_string(have) + " of " + std::to_string(layer.size) +
+                  " bytes kept; pull again to resume)");
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+  }
+  return hash->hex();
+}
+
 }  // namespace
 
 StoredModel ModelStore::pull(std::string_view name_text, const ProgressFn& progress_fn,
                              bool insecure) {
   const ProgressFn progress = progress_fn ? progress_fn : [](const Progress&) {};
   const ModelName name = ModelName::parse(name_text);
+  RegistrySession session(name, insecure);
   impl_->ensure_layout();
   progress({"pulling manifest", "", 0, 0});
   HttpRequest get_manifest;
-  get_manifest.url = repository_url(name) + "/manifests/" + name.tag;
+  get_manifest.url = session.repository_url() + "/manifests/" + name.tag;
   get_manifest.headers = {std::string("Accept: ") + media::kManifest};
-  get_manifest.insecure = insecure;
-  const HttpResponse mr = http_send(get_manifest);
+  const HttpResponse mr = session.send(get_manifest);
   if (mr.status == 404) throw not_found("pull model manifest: file does not exist");
   if (mr.status != 200) throw Error("pull model manifest: " + response_problem(mr));
   const Manifest manifest = Manifest::parse(mr.body, get_manifest.url);
@@ -126,51 +209,8 @@ StoredModel ModelStore::pull(std::string_view name_text, const ProgressFn& progr
       progress({status, layer.digest, layer.size, layer.size});
       continue;
     }
-    auto hash = std::make_unique<Sha256>();
-    uint64_t have = partial.resume(*hash);
-    auto restart = [&] {  // the partial file is not a prefix of this blob after all
-      partial.truncate();
-      hash = std::make_unique<Sha256>();
-      have = 0;
-    };
-    if (have > layer.size) restart();
-    progress({status, layer.digest, layer.size, have});
-    if (have < layer.size) {
-      HttpRequest get;
-      get.url = repository_url(name) + "/blobs/" + layer.digest;
-      get.insecure = insecure;
-      if (have > 0) get.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
-      bool first = true, write_failed = false;
-      get.on_data = [&](long http_status, const char* data, size_t n) {
-        // A registry that ignores Range sends the whole blob (200): start from zero.
-        if (first && http_status == 200 && have > 0) restart();
-        first = false;
-        if (!partial.append(data, n)) {
-          write_failed = true;
-          return false;
-        }
-        hash->update(data, n);
-        have += n;
-        progress({status, layer.digest, layer.size, have});
-        return true;
-      };
-      HttpResponse r;
-      try {
-        r = http_send(get);
-      } catch (const Error& e) {
-        partial.sync();
-        throw Error(std::string(e.what()) + " (" + std::to_string(have) + " of " +
-                    std::to_string(layer.size) + " bytes kept; pull again to resume)");
-      }
-      partial.sync();
-      if (write_failed) throw Error("cannot write " + partial.path().string());
-      if (r.status == 404)
-        throw not_found("pull " + short_digest(layer.digest) + ": blob not found in the registry");
-      if (r.status / 100 != 2)
-        throw Error("pull " + short_digest(layer.digest) + ": " + response_problem(r));
-    }
+    const std::string got = "sha256:" + download_blob(session, layer, partial, progress);
     progress({"verifying sha256 digest", layer.digest, 0, 0});
-    const std::string got = "sha256:" + hash->hex();
     if (got != layer.digest) {
       std::error_code ec;
       fs::remove(partial.path(), ec);
@@ -181,7 +221,6 @@ StoredModel ModelStore::pull(std::string_view name_text, const ProgressFn& progr
     fs::rename(partial.path(), target);
     fsync_dir(target.parent_path());
   }
-
   progress({"writing manifest", "", 0, 0});
   const fs::path target = impl_->manifests_dir(impl_->root) / name.manifest_path();
   std::optional<Manifest> old;
@@ -210,6 +249,7 @@ StoredModel ModelStore::pull(std::string_view name_text, const ProgressFn& progr
 void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn, bool insecure) {
   const ProgressFn progress = progress_fn ? progress_fn : [](const Progress&) {};
   const ModelName name = ModelName::parse(name_text);
+  RegistrySession session(name, insecure);
   progress({"retrieving manifest", "", 0, 0});
   const StoredModel model = get(name_text);
   const fs::path manifest_file =
@@ -218,15 +258,14 @@ void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn,
   std::vector<Layer> all = model.layers;
   all.push_back(model.config_layer);
   std::set<std::string> seen;
-  const std::string repo = repository_url(name);
+  const std::string repo = session.repository_url();
   for (const Layer& layer : all) {
     if (!seen.insert(layer.digest).second) continue;
     const std::string status = "pushing " + short_digest(layer.digest);
     HttpRequest head;
     head.method = "HEAD";
     head.url = repo + "/blobs/" + layer.digest;
-    head.insecure = insecure;
-    if (http_send(head).status == 200) {
+    if (session.send(head).status == 200) {
       progress({status, layer.digest, layer.size, layer.size});
       continue;
     }
@@ -234,14 +273,14 @@ void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn,
     HttpRequest start;
     start.method = "POST";
     start.url = repo + "/blobs/uploads/";
-    start.insecure = insecure;
-    const HttpResponse started = http_send(start);
-    if (started.status != 202 || !started.headers.count("location"))
+    const HttpResponse started = session.send(start);
+    if (started.status != 202 || !started.headers.count("location") ||
+        started.headers.at("location").empty())
       throw Error("push " + short_digest(layer.digest) + ": cannot start the upload (" +
                   response_problem(started) + ")");
     std::string location = started.headers.at("location");
     if (location.rfind("http://", 0) != 0 && location.rfind("https://", 0) != 0)
-      location = name.scheme + "://" + name.host + (location.front() == '/' ? "" : "/") + location;
+      location = url_origin(session.base_url()) + (location.front() == '/' ? "" : "/") + location;
     location += (location.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") +
                 layer.digest;
     const fs::path blob = model.store_root / "blobs" / blob_file_name(layer.digest);
@@ -251,7 +290,6 @@ void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn,
     HttpRequest put;
     put.method = "PUT";
     put.url = location;
-    put.insecure = insecure;
     put.headers = {"Content-Type: application/octet-stream"};
     put.upload_size = layer.size;
     put.upload = [&](char* buf, size_t max) -> size_t {
@@ -261,7 +299,12 @@ void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn,
       progress({status, layer.digest, layer.size, sent});
       return n;
     };
-    const HttpResponse done = http_send(put);
+    put.rewind_upload = [&] {
+      in.clear();
+      in.seekg(0);
+      sent = 0;
+    };
+    const HttpResponse done = session.send(put);
     if (done.status != 201 && done.status != 200 && done.status != 204)
       throw Error("push " + short_digest(layer.digest) + ": " + response_problem(done));
   }
@@ -269,10 +312,9 @@ void ModelStore::push(std::string_view name_text, const ProgressFn& progress_fn,
   HttpRequest put;
   put.method = "PUT";
   put.url = repo + "/manifests/" + name.tag;
-  put.insecure = insecure;
   put.headers = {std::string("Content-Type: ") + media::kManifest};
   put.body = manifest_bytes;
-  const HttpResponse r = http_send(put);
+  const HttpResponse r = session.send(put);
   if (r.status / 100 != 2) throw Error("push manifest: " + response_problem(r));
   progress({"success", "", 0, 0});
 }

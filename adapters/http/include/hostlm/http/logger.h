@@ -1,6 +1,7 @@
 // The server's log: one line per request (method, path, model, status, tokens, ms) and a few
 // events, on standard error, as logfmt-style text or as JSON lines (--log-format).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@ struct LogOptions {
 // "text" / "json" and "error" / "warn" / "info" / "debug"; hostlm::Error otherwise.
 LogFormat parse_log_format(std::string_view text);
 LogLevel parse_log_level(std::string_view text);
+// "error", "warn", "info", "debug": what parse_log_level reads back.
+const char* log_level_text(LogLevel level);
 
 // What a handler adds to its request's line.
 struct RequestLog {
@@ -32,8 +35,11 @@ struct RequestLog {
 
 class Logger {
  public:
-  explicit Logger(LogOptions options) : options_(options) {}
-  bool enabled(LogLevel level) const { return level <= options_.level; }
+  explicit Logger(LogOptions options) : format_(options.format), level_(options.level) {}
+  bool enabled(LogLevel level) const { return level <= level_.load(); }
+  // The level may change while serving (a settings reload); the format may not.
+  void set_level(LogLevel level) { level_ = level; }
+  LogLevel level() const { return level_; }
   // Requests answered 5xx log as errors, 4xx as warnings, the rest as info.
   void request(const std::string& method, const std::string& path, int status, double ms,
                const RequestLog& fields, const std::string& remote);
@@ -44,7 +50,8 @@ class Logger {
  private:
   void write(LogLevel level, nlohmann::ordered_json record);
 
-  LogOptions options_;
+  const LogFormat format_;
+  std::atomic<LogLevel> level_;
   std::mutex mutex_;
 };
 

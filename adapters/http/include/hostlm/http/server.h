@@ -155,6 +155,9 @@ class Server {
   void shutdown();
   bool shutting_down() const;
   size_t active_streams() const;
+  // Replaces ServerOptions::api_key for later requests (empty: none required); safe to call
+  // while serving.
+  void set_api_key(std::string api_key);
 
   Logger& logger();
 

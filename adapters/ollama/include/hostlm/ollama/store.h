@@ -197,12 +197,20 @@ class ModelStore {
                      const ProgressFn& progress = {});
 
   // Downloads a model from its registry (OCI distribution paths, spec 1.8:
-  // {scheme}://{host}/v2/{namespace}/{model}/manifests/{tag} and .../blobs/{digest}).
-  // Blobs already in the store are skipped; an interrupted download resumes from its
-  // `blobs/sha256-<hex>-partial` file; every blob is verified before it is kept. Progress:
-  // "pulling manifest", "pulling <digest 12>" with totals, "verifying sha256 digest",
-  // "writing manifest", "success". Unknown model: RequestError(kNotFound). `insecure`:
-  // no TLS certificate checks (a `http://` name is plain HTTP anyway).
+  // {scheme}://{host}/v2/{namespace}/{model}/manifests/{tag} and .../blobs/{digest}), e.g.
+  // `qwen3.5:9b` from registry.ollama.ai or `hf.co/USER/REPO:QUANT` from Hugging Face; the
+  // manifest lands under manifests/<host>/... with the name's own host. A registry that
+  // answers 401 with a Bearer challenge gets the token handshake (same host only).
+  // $HOSTLM_REGISTRY_OVERRIDE (`host=url,...`) sends a host's requests elsewhere;
+  // $HOSTLM_CA_BUNDLE (or CURL_CA_BUNDLE, SSL_CERT_FILE) names the CAs to trust.
+  // Blobs already in the store are skipped; a dropped download is resumed with a Range
+  // request, in the same pull (a few retries) or the next one (from its
+  // `blobs/sha256-<hex>-partial` file); every blob is verified before it is kept, a
+  // mismatch is hostlm::Error("digest mismatch, file must be downloaded again: want
+  // sha256:..., got sha256:...") and drops the partial file. Progress: "pulling manifest",
+  // "pulling <digest 12>" with totals, "verifying sha256 digest", "writing manifest",
+  // "success". Unknown model: RequestError(kNotFound). `insecure`: no TLS certificate
+  // checks (a `http://` name is plain HTTP anyway).
   StoredModel pull(std::string_view name, const ProgressFn& progress = {}, bool insecure = false);
   // Uploads a model's blobs (those the registry lacks) and then its manifest.
   void push(std::string_view name, const ProgressFn& progress = {}, bool insecure = false);

@@ -2,6 +2,7 @@
 // /api/embed(dings), the model store endpoints, /api/ps, /api/version, and / .
 #pragma once
 #include <memory>
+#include <mutex>
 
 #include "hostlm/http/server.h"
 #include "hostlm/ollama/store.h"
@@ -13,9 +14,28 @@ namespace hostlm::ollama {
 // features such as `think` on it).
 inline constexpr const char* kApiVersion = "0.12.0";
 
-// Registers the routes. `models` must outlive the server; `store` may be null (then
-// create, copy, delete and blobs answer 501 and /api/tags lists nothing).
-void add_api_routes(http::Server& server, ModelManager& models, std::shared_ptr<ModelStore> store);
+// The store the routes use. A server re-reading its settings puts in one opened anew (other
+// folders, an Ollama store created since); a request keeps the store it started with.
+class StoreSlot {
+ public:
+  explicit StoreSlot(std::shared_ptr<ModelStore> store = nullptr) : store_(std::move(store)) {}
+  std::shared_ptr<ModelStore> get() const {
+    std::lock_guard lock(mutex_);
+    return store_;
+  }
+  void set(std::shared_ptr<ModelStore> store) {
+    std::lock_guard lock(mutex_);
+    store_.swap(store);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<ModelStore> store_;
+};
+
+// Registers the routes. `models` must outlive the server; the slot's store may be null
+// (then create, copy, delete and blobs answer 501 and /api/tags lists nothing).
+void add_api_routes(http::Server& server, ModelManager& models, std::shared_ptr<StoreSlot> store);
 
 // The store as a model source: a model's weights blob with its Modelfile's PARAMETERs,
 // SYSTEM, MESSAGEs and TEMPLATE (rendered with the Go template unless the model has a

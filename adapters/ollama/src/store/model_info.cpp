@@ -1,8 +1,13 @@
-#include "model_info.h"
-
+// model_info and model_tensors of show.h: a weights file's metadata in /api/show's shape.
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <fstream>
+#include <string>
 
+#include "hostlm/dtype.h"
 #include "hostlm/gguf.h"
+#include "hostlm/ollama/show.h"
 
 namespace hostlm::ollama {
 namespace {
@@ -20,6 +25,13 @@ Json value_json(const GgufValue& v, bool verbose) {
   }
   if (const std::string* s = v.as_string()) return *s;
   if (v.type() == GgufType::BOOL) return v.as_bool().value_or(false);
+  if (v.type() == GgufType::F32) {
+    // Ollama's JSON has a float32 in its shortest form (1e-06, not 9.99999997e-07).
+    char buf[32];
+    const auto [end, ec] =
+        std::to_chars(buf, buf + sizeof buf, static_cast<float>(v.as_float().value_or(0.0)));
+    return std::strtod(std::string(buf, ec == std::errc() ? end : buf).c_str(), nullptr);
+  }
   if (v.is_float()) return v.as_float().value_or(0.0);
   if (const auto i = v.as_int()) return *i;
   if (const auto* u = std::get_if<uint64_t>(&v.storage())) return *u;
@@ -65,6 +77,17 @@ nlohmann::ordered_json model_info(const fs::path& path, bool verbose) {
   }
   if (!info.contains("general.parameter_count")) info["general.parameter_count"] = parameters;
   return info;
+}
+
+nlohmann::ordered_json model_tensors(const fs::path& path) {
+  Json out = Json::array();
+  const auto gguf = GgufFile::open(path);
+  for (const GgufTensorInfo& t : gguf->tensors()) {
+    std::string type(dtype_name(t.type));
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out.push_back({{"name", t.name}, {"type", type}, {"shape", t.ne}});
+  }
+  return out;
 }
 
 }  // namespace hostlm::ollama

@@ -50,9 +50,9 @@ typedef struct hostlm_model_params {
   int64_t context;       /* most tokens (prompt + answer) of one generation */
   int32_t max_sequences; /* generations decoded together */
   /* Since version 2. */
-  const char* kv_type;   /* KV cache rows: "f16", "q8_0" or "f32"; NULL means "f16" */
-  int32_t prefix_cache;  /* 1: reuse the pages and state of earlier prompts' prefixes; 0: off */
-  int64_t kv_cache_mib;  /* KV page pool in MiB; 0: enough for max_sequences full contexts */
+  const char* kv_type;  /* KV cache rows: "f16", "q8_0" or "f32"; NULL means "f16" */
+  int32_t prefix_cache; /* 1: reuse the pages and state of earlier prompts' prefixes; 0: off */
+  int64_t kv_cache_mib; /* KV page pool in MiB; 0: enough for max_sequences full contexts */
 } hostlm_model_params;
 
 /* Defaults the caller then edits. */

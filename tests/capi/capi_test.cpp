@@ -78,7 +78,8 @@ TEST(CapiLoad, CacheOptionsAreCheckedAndUsed) {
   p.context = 256;
   p.kv_type = "q5_k";
   EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
-  EXPECT_NE(std::string(hostlm_last_error()).find("q5_k"), std::string::npos) << hostlm_last_error();
+  EXPECT_NE(std::string(hostlm_last_error()).find("q5_k"), std::string::npos)
+      << hostlm_last_error();
   p.kv_type = "f16";
   p.kv_cache_mib = -1;
   EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);

@@ -72,18 +72,18 @@ struct GenerationRequest {
 };
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;     // generated, stop token included when one ended it
-  std::string done_reason;         // "stop", "length", "cancelled", or "error"
-  std::string error;               // set when done_reason is "error"
-  int64_t prompt_tokens = 0;       // the prompt as evaluated (after truncation)
+  std::vector<int32_t> tokens;  // generated, stop token included when one ended it
+  std::string done_reason;      // "stop", "length", "cancelled", or "error"
+  std::string error;            // set when done_reason is "error"
+  int64_t prompt_tokens = 0;    // the prompt as evaluated (after truncation)
   double queue_ms = 0, prompt_ms = 0, generate_ms = 0;
   // Ollama's counts and timings (load is the caller's to measure).
-  int64_t prompt_eval_count = 0;   // prompt tokens actually computed
-  int64_t cached_tokens = 0;       // prompt tokens reused from the prefix cache
-  double prompt_eval_ms = 0;       // admission to the first token (= prompt_ms)
-  int64_t eval_count = 0;          // tokens generated (= tokens.size())
-  double eval_ms = 0;              // first token to the end (= generate_ms)
-  int64_t truncated_tokens = 0;    // prompt tokens dropped by truncate
+  int64_t prompt_eval_count = 0;  // prompt tokens actually computed
+  int64_t cached_tokens = 0;      // prompt tokens reused from the prefix cache
+  double prompt_eval_ms = 0;      // admission to the first token (= prompt_ms)
+  int64_t eval_count = 0;         // tokens generated (= tokens.size())
+  double eval_ms = 0;             // first token to the end (= generate_ms)
+  int64_t truncated_tokens = 0;   // prompt tokens dropped by truncate
 };
 
 // Thrown by submit() when the queue is full: the caller should answer "busy" (HTTP 503).

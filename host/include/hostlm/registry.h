@@ -14,7 +14,7 @@ struct PluginManifest {
   std::string name;
   std::string version;
   int abi_version = 0;
-  std::filesystem::path library;             // resolved absolute path
+  std::filesystem::path library;  // resolved absolute path
   std::filesystem::path manifest_path;
   std::vector<std::string> gguf_architectures;  // general.architecture values
   std::vector<std::string> hf_architectures;    // config.json "architectures" entries

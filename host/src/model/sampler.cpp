@@ -135,8 +135,10 @@ void Sampler::count_recent() {
   std::sort(recent_sorted_.begin(), recent_sorted_.end());
   seen_.clear();
   for (int32_t t : recent_sorted_) {
-    if (!seen_.empty() && seen_.back().first == t) ++seen_.back().second;
-    else seen_.emplace_back(t, 1);
+    if (!seen_.empty() && seen_.back().first == t)
+      ++seen_.back().second;
+    else
+      seen_.emplace_back(t, 1);
   }
 }
 

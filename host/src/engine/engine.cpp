@@ -11,6 +11,7 @@
 
 #include "engine/memory_plan.h"
 #include "engine/prefix_cache.h"
+#include "engine/worker_pool.h"
 #include "hostlm/kv_cache.h"
 
 namespace hostlm {
@@ -138,6 +139,25 @@ struct Engine::Impl {
     stats.state_snapshots = cache ? cache->snapshots() : 0;
   }
   uint64_t generated_unpublished = 0;  // tokens sampled since stats last counted them
+  // The step's requests that draw a token, and what they drew (sample_job fills it).
+  std::vector<Active*> sampling;
+  std::vector<int32_t> sampled;
+  engine::WorkerPool samplers{sampler_threads()};
+  std::vector<std::string> sample_errors;  // a failed draw ends only its own request
+  const std::function<void(size_t)> sample_job = [this](size_t i) {
+    try {
+      sampled[i] = sampling[i]->p.sampler->sample(sampling[i]->logits);
+    } catch (const std::exception& e) {
+      sample_errors[i] = e.what();
+      sampled[i] = -1;
+    }
+  };
+
+  // Helpers for parallel sampling: the cores beyond the scheduler's, at most 7.
+  static size_t sampler_threads() {
+    const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    return std::min<size_t>(cores - 1, 7);
+  }
   Clock::time_point published_at;
 
   void finish(Active& a, const std::string& reason) {
@@ -324,7 +344,9 @@ struct Engine::Impl {
       }
       return;
     }
-    int64_t generated = 0;
+    // The caches first (one thread), then every due token drawn in parallel, then the
+    // bookkeeping in batch order again.
+    sampling.clear();
     for (size_t i = 0; i < batch.size(); ++i) {
       Active& a = *batch_owner[i];
       if (a.next_input >= 0) a.tokens.push_back(a.next_input);
@@ -341,7 +363,21 @@ struct Engine::Impl {
         a.result.prompt_eval_ms = a.result.prompt_ms;
       }
       if (a.p.request.on_logits) a.p.request.on_logits(a.logits);
-      const int32_t token = a.p.sampler->sample(a.logits);
+      sampling.push_back(&a);
+    }
+    sampled.resize(sampling.size());
+    sample_errors.resize(sampling.size());
+    samplers.run(sampling.size(), sample_job);
+    int64_t generated = 0;
+    for (size_t i = 0; i < sampling.size(); ++i) {
+      Active& a = *sampling[i];
+      const int32_t token = sampled[i];
+      if (token < 0) {
+        a.result.error = std::move(sample_errors[i]);
+        sample_errors[i].clear();
+        finish(a, "error");
+        continue;
+      }
       a.result.tokens.push_back(token);
       ++generated;
       ++generated_unpublished;

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include "cpu/delta_rule.h"
 #include "cpu/dot.h"
 #include "cpu/paged_kv.h"
 #include "cpu/quants/qgemm.h"
@@ -18,27 +20,32 @@ namespace hostlm::cpu {
 namespace {
 
 // Zeroed by calloc, so the operating system hands out pages only when they are first
-// touched: a KV page pool sized for a long context costs nothing until it fills.
+// touched: a KV page pool sized for a long context costs nothing until it fills. The data
+// starts on a 64-byte cache line (calloc gives 16), so whole-line vectors over a recurrent
+// state or a KV page never straddle two lines.
 class HostBuffer final : public Buffer {
  public:
   explicit HostBuffer(size_t n)
-      : data_(static_cast<float*>(std::calloc(std::max<size_t>(n, 1), sizeof(float)))), size_(n) {
-    if (!data_) throw std::bad_alloc();
+      : raw_(std::calloc(std::max<size_t>(n, 1) + kLineFloats, sizeof(float))), size_(n) {
+    if (!raw_) throw std::bad_alloc();
+    const auto at = reinterpret_cast<uintptr_t>(raw_);
+    data_ = reinterpret_cast<float*>((at + kLineBytes - 1) & ~uintptr_t{kLineBytes - 1});
   }
-  ~HostBuffer() override { std::free(data_); }
+  ~HostBuffer() override { std::free(raw_); }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
   float* data() override { return data_; }
   size_t size() const override { return size_; }
 
  private:
+  static constexpr size_t kLineBytes = 64, kLineFloats = kLineBytes / sizeof(float);
+  void* raw_;
   float* data_;
   size_t size_;
 };
 
 inline float silu(float x) { return x / (1.f + std::exp(-x)); }
 inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
 
 // Scratch that grows to the largest request and is then reused, so steady-state decode
 // allocates nothing.
@@ -80,8 +87,8 @@ class CpuBackend final : public Backend {
     std::memcpy(dst, src, n * sizeof(float));
   }
   void fill(float* dst, float value, size_t n) override { std::fill(dst, dst + n, value); }
-  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
-                 int64_t rows, int64_t n) override {
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
+                 int64_t n) override {
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(dst + r * dst_stride, src + r * src_stride, n * sizeof(float));
   }
@@ -115,7 +122,8 @@ class CpuBackend final : public Backend {
         const void* row = base + w.row_bytes * r;
         if (expand) {
           to_f32(row, row_f32, w.cols);
-          for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot_f32(row_f32, x + t * w.cols, w.cols);
+          for (int64_t t = 0; t < T; ++t)
+            y[t * w.rows + r] = dot_f32(row_f32, x + t * w.cols, w.cols);
         } else {
           for (int64_t t = 0; t < T; ++t) y[t * w.rows + r] = dot(row, x + t * w.cols, w.cols);
         }
@@ -135,26 +143,30 @@ class CpuBackend final : public Backend {
     if (k.gemm_packed != nullptr && T >= quants::kPackTokens) {
       const int64_t n_groups = (T + quants::kPackTokens - 1) / quants::kPackTokens;
       const size_t group_bytes = quants::packed_group_bytes(k.act, w.cols);
-      if (act_.size() < group_bytes * static_cast<size_t>(n_groups)) act_.resize(group_bytes * static_cast<size_t>(n_groups));
+      if (act_.size() < group_bytes * static_cast<size_t>(n_groups))
+        act_.resize(group_bytes * static_cast<size_t>(n_groups));
       uint8_t* packed = act_.data();
       pool_->parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1) {
         quants::pack_acts(k.act, x, w.cols, T, g0 * quants::kPackTokens,
                           std::min(T, g1 * quants::kPackTokens), packed);
       });
       pool_->parallel_for(w.rows, 16, [&](int64_t r0, int64_t r1) {
-        k.gemm_packed(base + w.row_bytes * r0, w.row_bytes, r1 - r0, packed, T, n_blocks, y + r0, rows_stride);
+        k.gemm_packed(base + w.row_bytes * r0, w.row_bytes, r1 - r0, packed, T, n_blocks, y + r0,
+                      rows_stride);
       });
       return;
     }
     const size_t act_stride = quants::act_row_bytes(k.act, w.cols);
-    if (act_.size() < act_stride * static_cast<size_t>(T)) act_.resize(act_stride * static_cast<size_t>(T));
+    if (act_.size() < act_stride * static_cast<size_t>(T))
+      act_.resize(act_stride * static_cast<size_t>(T));
     uint8_t* act = act_.data();
     pool_->parallel_for(T, 8, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         quants::quantize_act_row(k.act, x + t * w.cols, act + t * act_stride, w.cols);
     });
     pool_->parallel_for(w.rows, 8, [&](int64_t r0, int64_t r1) {
-      k.gemm(base + w.row_bytes * r0, w.row_bytes, r1 - r0, act, act_stride, T, n_blocks, y + r0, rows_stride);
+      k.gemm(base + w.row_bytes * r0, w.row_bytes, r1 - r0, act, act_stride, T, n_blocks, y + r0,
+             rows_stride);
     });
   }
 
@@ -207,8 +219,7 @@ class CpuBackend final : public Backend {
     cpu::paged_attention(*pool_, seqs, q, q_stride, n_head, scale, out);
   }
 
-  void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
-                   int64_t n) override {
+  void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < n; ++i) x[t * n + i] *= sigmoid(gate[t * gate_stride + i]);
   }
@@ -244,57 +255,11 @@ class CpuBackend final : public Backend {
   void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
                         const float* a_neg, const float* dt_bias, int64_t T,
                         const DeltaRuleShape& sh, float* state, float* out) override {
-    const int64_t key_dim = sh.n_k_heads * sh.dk;
-    const int64_t row = 2 * key_dim + sh.n_v_heads * sh.dv;
-    const float q_scale = 1.f / std::sqrt(static_cast<float>(sh.dk));
-    pool_->parallel_for(sh.n_v_heads, 1, [&](int64_t j0, int64_t j1) {
-      std::vector<float>& qk = thread_scratch(static_cast<size_t>(2 * sh.dk));
-      float* qn = qk.data();
-      float* kn = qk.data() + sh.dk;
-      for (int64_t j = j0; j < j1; ++j) {
-        const int64_t kh = j % sh.n_k_heads;
-        float* S = state + j * sh.dv * sh.dk;  // row v holds S[:, v], contiguous over k
-        for (int64_t t = 0; t < T; ++t) {
-          const float* q = qkv + t * row + kh * sh.dk;
-          const float* k = qkv + t * row + key_dim + kh * sh.dk;
-          const float* v = qkv + t * row + 2 * key_dim + j * sh.dv;
-          float qq = 0.f, kk = 0.f;
-          for (int64_t d = 0; d < sh.dk; ++d) {
-            qq += q[d] * q[d];
-            kk += k[d] * k[d];
-          }
-          const float qs = q_scale / std::sqrt(qq + 1e-6f), ks = 1.f / std::sqrt(kk + 1e-6f);
-          for (int64_t d = 0; d < sh.dk; ++d) {
-            qn[d] = q[d] * qs;
-            kn[d] = k[d] * ks;
-          }
-          const float beta = sigmoid(beta_raw[t * sh.n_v_heads + j]);
-          const float decay =
-              std::exp(a_neg[j] * softplus(alpha[t * sh.n_v_heads + j] + dt_bias[j]));
-          float* o = out + t * sh.n_v_heads * sh.dv + j * sh.dv;
-          // Decay, read with k, write the delta, read with q: one pass over each state row.
-          for (int64_t c = 0; c < sh.dv; ++c) {
-            float* s = S + c * sh.dk;
-            float kv = 0.f;
-            for (int64_t d = 0; d < sh.dk; ++d) {
-              s[d] *= decay;
-              kv += s[d] * kn[d];
-            }
-            const float delta = beta * (v[c] - kv);
-            float acc = 0.f;
-            for (int64_t d = 0; d < sh.dk; ++d) {
-              s[d] += kn[d] * delta;
-              acc += s[d] * qn[d];
-            }
-            o[c] = acc;
-          }
-        }
-      }
-    });
+    cpu::gated_delta_rule(*pool_, {qkv, alpha, beta_raw, a_neg, dt_bias, T, sh, state, out});
   }
 
-  void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
-                      int64_t dv, float eps, float* out) override {
+  void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
+                      float eps, float* out) override {
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * dv;
       const float* zr = z + r * dv;

@@ -1,6 +1,7 @@
 // One request as handlers see it: body reading within limits, replies, streamed replies.
 #include <httplib.h>
 
+#include "connection_probe.h"
 #include "hostlm/http/server.h"
 #include "request_context.h"
 
@@ -144,5 +145,12 @@ void Exchange::send_stream(const std::string& content_type,
 }
 
 RequestLog& Exchange::log() { return current_request().fields; }
+
+bool Exchange::client_connected() {
+  if (!probe_)
+    probe_ = std::make_shared<const ConnectionProbe>(request_.remote_addr, request_.remote_port,
+                                                     request_.local_addr, request_.local_port);
+  return probe_->client_connected();
+}
 
 }  // namespace hostlm::http

@@ -41,9 +41,16 @@ StreamEnd pump_generation(TextStream& stream, StreamWriter& writer,
   }
 }
 
-std::vector<TextDelta> collect_generation(TextStream& stream) {
+std::vector<TextDelta> collect_generation(TextStream& stream,
+                                          const std::function<bool()>& connected,
+                                          const std::function<bool()>& must_stop) {
   std::vector<TextDelta> all;
-  while (!stream.read(all, std::chrono::milliseconds(1000))) {
+  while (!stream.read(all, kPoll)) {
+    if (!connected() || must_stop()) {
+      stream.cancel();
+      drain(stream);
+      break;
+    }
   }
   return all;
 }

@@ -171,6 +171,27 @@ class StreamControlTest(unittest.TestCase):
         self.assertLess(line["tokens"], LONG["num_predict"])
         self.assertEqual(line["model"], TINY)
 
+    def test_disconnect_cancels_a_non_streamed_generation(self):
+        # Nothing is written until the answer is whole, so only the socket can tell.
+        for path, body in (("/api/generate", {"model": TINY, "prompt": "Go on and on", "raw": True,
+                                              "stream": False, "options": LONG}),
+                           ("/v1/completions", {"model": TINY, "prompt": "Go on and on",
+                                                "max_tokens": LONG["num_predict"]})):
+            data = json.dumps(body).encode()
+            sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=120)
+            sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data))
+            wait_until(lambda: metric(self.server, "hostlm_requests_running") == 1, 30,
+                       "the generation to start")
+            sock.close()
+            wait_until(lambda: metric(self.server, "hostlm_requests_running") == 0, 30,
+                       "the engine to drop the request")
+            wait_until(lambda: any(r.get("path") == path and r.get("done_reason") == "cancelled"
+                                   for r in self.server.log_records()), 30, "the request's log line")
+            line = [r for r in self.server.log_records()
+                    if r.get("path") == path and r.get("done_reason") == "cancelled"][-1]
+            self.assertLess(line["tokens"], LONG["num_predict"], path)
+
     def test_full_queue_answers_503(self):
         body = {"model": TINY, "prompt": "Go on", "raw": True, "options": LONG}
         running_conn, running = open_stream(self.server, "/api/generate", body)

@@ -119,7 +119,8 @@ void generation(ApiContext& ctx, http::Exchange& ex, bool chat) {
   const std::string model = call.model;
 
   if (!call.stream) {
-    const std::vector<TextDelta> deltas = http::collect_generation(*stream);
+    const std::vector<TextDelta> deltas = http::collect_generation(
+        *stream, [&] { return ex.client_connected(); }, [&] { return ex.must_stop(); });
     const GenerationSummary& s = stream->summary();
     http::log_generation(*log, s);
     if (s.done_reason == "error") throw http::HttpError(500, s.error);

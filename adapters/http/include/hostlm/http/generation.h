@@ -24,8 +24,12 @@ enum class StreamEnd {
 StreamEnd pump_generation(TextStream& stream, StreamWriter& writer,
                           const std::function<bool(const std::vector<TextDelta>&)>& emit);
 
-// For non-streamed answers: reads `stream` to its end and returns every delta.
-std::vector<TextDelta> collect_generation(TextStream& stream);
+// For non-streamed answers: reads `stream` to its end and returns every delta. When
+// `connected` turns false (the client went away) or the server must stop, the generation is
+// cancelled and waited for; summary() then says "cancelled".
+std::vector<TextDelta> collect_generation(TextStream& stream,
+                                          const std::function<bool()>& connected,
+                                          const std::function<bool()>& must_stop);
 
 // Copies the summary's counts into the request's log line.
 void log_generation(RequestLog& log, const GenerationSummary& summary);

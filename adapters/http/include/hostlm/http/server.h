@@ -113,6 +113,12 @@ class Exchange {
   // Fields of this request's log line (model, token counts, done reason).
   RequestLog& log();
 
+  // For answers sent whole at the end (non-streamed generations): false once the client has
+  // closed its connection, so the work can be cancelled. Cheap enough to ask every 100 ms.
+  bool client_connected();
+  // The server is shutting down and its grace period is over: end the work now.
+  bool must_stop() const { return stop_streams_.load(); }
+
  private:
   const httplib::Request& request_;
   httplib::Response& response_;
@@ -123,6 +129,7 @@ class Exchange {
   std::atomic<size_t>& active_streams_;
   bool body_read_ = false;
   std::string body_;
+  std::shared_ptr<const class ConnectionProbe> probe_;  // found on first use
 };
 
 using Handler = std::function<void(Exchange&)>;

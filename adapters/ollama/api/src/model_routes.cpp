@@ -3,7 +3,6 @@
 
 #include "hostlm/http/chat_page.h"
 #include "hostlm/ollama/api.h"
-#include "hostlm/ollama/go_template.h"
 #include "hostlm/ollama/modelfile.h"
 #include "model_info.h"
 #include "routes.h"
@@ -25,22 +24,11 @@ std::string model_field(const Json& body) {
 
 std::string ndjson(const Json& j) { return j.dump() + "\n"; }
 
-// Capabilities as Ollama reports them: a Go TEMPLATE says what it renders; hostlm's native
-// formats (no TEMPLATE, or a RENDERER) render tools and thinking.
+// Capabilities as Ollama reports them (model_capabilities in show.h); a model outside the
+// store (a path) uses hostlm's native format, which renders tools and thinking.
 Json capabilities(const std::optional<StoredModel>& stored) {
-  Json caps = Json::array({"completion"});
-  if (stored && stored->template_text && stored->renderer().empty()) {
-    try {
-      const GoTemplate t = GoTemplate::parse(*stored->template_text);
-      if (t.references("Tools")) caps.push_back("tools");
-      if (t.references("Thinking")) caps.push_back("thinking");
-    } catch (const std::exception&) {
-    }
-    return caps;
-  }
-  caps.push_back("tools");
-  caps.push_back("thinking");
-  return caps;
+  if (stored) return Json(model_capabilities(*stored));
+  return Json::array({"completion", "tools", "thinking"});
 }
 
 void root(Exchange& ex) {

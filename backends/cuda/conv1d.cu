@@ -1,6 +1,7 @@
 // Causal depthwise conv1d + SiLU with a rolling state of the last K-1 inputs.
 // x, out: [T, channels]; conv_state: [K-1, channels], oldest first; weight: [channels, K].
 // Two launches in stream order: every output reads the old state, then the state moves on.
+// Every sequence of a batch (kernels.h: RecurrentSeqs) in the same two launches.
 #include "common.cuh"
 #include "kernels.h"
 
@@ -9,32 +10,42 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void conv1d_silu_kernel(const float* x, int64_t T, int64_t channels, int64_t K,
-                                   const float* weight, const float* conv_state, float* out) {
+// Grid: (blocks over max_T * channels, sequences).
+__global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
+                                   int64_t K, const float* weight, float* out) {
+  const int s = blockIdx.y;
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int64_t T = seqs.T[s];
   if (i >= T * channels) return;
+  const int64_t base = seqs.row[s] * channels;
+  const float* conv_state = seqs.conv_state[s];
   const int64_t t = i / channels, c = i % channels, hist = K - 1;
-  float s = 0.f;
+  float sum = 0.f;
   for (int64_t r = 0; r < K; ++r) {
     const int64_t src = t - hist + r;  // negative: from the state, which holds -hist..-1
-    const float in = src < 0 ? conv_state[(hist + src) * channels + c] : x[src * channels + c];
-    s += weight[c * K + r] * in;
+    const float in =
+        src < 0 ? conv_state[(hist + src) * channels + c] : x[base + src * channels + c];
+    sum += weight[c * K + r] * in;
   }
-  out[i] = silu(s);
+  out[base + i] = silu(sum);
 }
 
-// One thread per channel reads its whole new window before writing, so the shift in place is
-// race-free.
-__global__ void conv_state_kernel(const float* x, int64_t T, int64_t channels, int64_t hist,
-                                  float* conv_state) {
+// One thread per (channel, sequence) reads its whole new window before writing, so the shift
+// in place is race-free.
+__global__ void conv_state_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
+                                  int64_t hist) {
+  const int s = blockIdx.y;
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= channels) return;
+  const int64_t T = seqs.T[s];
+  const float* xs = x + seqs.row[s] * channels;
+  float* conv_state = seqs.conv_state[s];
   float window[kConvMaxKernel - 1];
 #pragma unroll
   for (int64_t i = 0; i < kConvMaxKernel - 1; ++i) {
     if (i < hist) {
       const int64_t src = T - hist + i;
-      window[i] = src < 0 ? conv_state[(hist + src) * channels + c] : x[src * channels + c];
+      window[i] = src < 0 ? conv_state[(hist + src) * channels + c] : xs[src * channels + c];
     }
   }
 #pragma unroll
@@ -44,15 +55,16 @@ __global__ void conv_state_kernel(const float* x, int64_t T, int64_t channels, i
 
 }  // namespace
 
-cudaError_t conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
-                        float* conv_state, float* out, cudaStream_t stream) {
-  if (K < 1 || K > kConvMaxKernel) return cudaErrorInvalidValue;
-  if (T == 0 || channels == 0) return cudaSuccess;
-  conv1d_silu_kernel<<<blocks_for(T * channels, kThreads), kThreads, 0, stream>>>(
-      x, T, channels, K, weight, conv_state, out);
-  if (K > 1)
-    conv_state_kernel<<<blocks_for(channels, kThreads), kThreads, 0, stream>>>(x, T, channels,
-                                                                               K - 1, conv_state);
+cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x, int64_t channels,
+                        int64_t K, const float* weight, float* out, cudaStream_t stream) {
+  if (K < 1 || K > kConvMaxKernel || seqs.n > kRecurrentSeqsPerLaunch) return cudaErrorInvalidValue;
+  if (seqs.n == 0 || max_T == 0 || channels == 0) return cudaSuccess;
+  const dim3 grid(blocks_for(max_T * channels, kThreads), static_cast<unsigned>(seqs.n));
+  conv1d_silu_kernel<<<grid, kThreads, 0, stream>>>(seqs, x, channels, K, weight, out);
+  if (K > 1) {
+    const dim3 state_grid(blocks_for(channels, kThreads), static_cast<unsigned>(seqs.n));
+    conv_state_kernel<<<state_grid, kThreads, 0, stream>>>(seqs, x, channels, K - 1);
+  }
   return cudaGetLastError();
 }
 

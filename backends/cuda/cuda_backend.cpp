@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -21,7 +22,9 @@
 
 #include "cuda/cuda_entry.h"
 #include "cuda/kernels.h"
+#include "cuda/op_profile.h"
 #include "cuda/paged_batch.h"
+#include "cuda/staging.h"
 #include "cuda/quants/quant_matmul.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
@@ -106,45 +109,29 @@ class HostArrayCache {
   std::unordered_map<const float*, Entry> entries_;
 };
 
-// Small per-call int32 arrays (token ids, positions): pinned host staging, then an async copy
-// into a device buffer that grows only when a call needs more room. Stream order keeps a
-// kernel that reads the device buffer ahead of the next copy into it; the event keeps the host
-// from rewriting the staging buffer before the previous copy has read it.
+// Small per-call int32 arrays (token ids, positions) through cuda/staging.h. The q and k
+// rotations of a layer, and every attention layer of a batch, share positions: an upload
+// equal to the last one reuses its device copy.
 class IntStaging {
  public:
-  ~IntStaging() {
-    if (event_) cudaEventDestroy(event_);
-    cudaFreeHost(host_);
-    cudaFree(device_);
-  }
-  const int32_t* upload(const int32_t* src, size_t n, cudaStream_t stream, bool reuse_same) {
-    if (reuse_same && n == last_.size() && std::equal(src, src + n, last_.begin())) return device_;
-    if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "staging event");
-    if (n > capacity_) {
-      check(cudaStreamSynchronize(stream), "staging growth");
-      cudaFreeHost(host_);
-      cudaFree(device_);
-      host_ = nullptr;
-      device_ = nullptr;
-      capacity_ = std::max<size_t>({n, 2 * capacity_, 256});
-      check(cudaMallocHost(&host_, capacity_ * sizeof(int32_t)), "pinned staging buffer");
-      device_ = static_cast<int32_t*>(device_alloc(capacity_ * sizeof(int32_t), "token staging"));
-    } else {
-      check(cudaEventSynchronize(event_), "staging reuse");
-    }
-    std::memcpy(host_, src, n * sizeof(int32_t));
-    check(cudaMemcpyAsync(device_, host_, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
-          "staging upload");
-    check(cudaEventRecord(event_, stream), "staging event");
+  const int32_t* upload(const int32_t* src, size_t n, cudaStream_t stream, bool reuse_same,
+                        bool capturing) {
+    if (reuse_same && device_ && n == last_.size() && std::equal(src, src + n, last_.begin()))
+      return device_;
+    device_ = static_cast<const int32_t*>(
+        staging_.upload(src, n * sizeof(int32_t), stream, capturing));
     last_.assign(src, src + n);
     return device_;
   }
+  void restart() {
+    staging_.restart();
+    device_ = nullptr;
+  }
+  void launched(cudaStream_t stream) { staging_.launched(stream); }
 
  private:
-  int32_t* host_ = nullptr;
-  int32_t* device_ = nullptr;
-  size_t capacity_ = 0;
-  cudaEvent_t event_ = nullptr;
+  Staging staging_;
+  const int32_t* device_ = nullptr;  // where last_ is on the device
   std::vector<int32_t> last_;
 };
 
@@ -155,15 +142,29 @@ class CudaBackend final : public Backend {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream creation");
     check(cublasCreate(&cublas_), "cublasCreate");
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    // A workspace of its own, so that cuBLAS never allocates inside a captured step.
+    cublas_workspace_ = device_alloc(kCublasWorkspaceBytes, "the cuBLAS workspace");
+    check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes),
+          "cublasSetWorkspace");
     quant_ = std::make_unique<quants::QuantMatmul>(stream_, cublas_, device_alloc);
+    profile_ = std::make_unique<OpProfile>(stream_);
+    const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
+    const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
+    graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
+              !(profiling && *profiling && std::strcmp(profiling, "0") != 0);
   }
 
   ~CudaBackend() override {
+    profile_.reset();  // prints its table, if on, while the stream lives
+    abort_step();
     cudaStreamSynchronize(stream_);
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    for (void* p : retired_) cudaFree(p);
     for (void* p : weights_) cudaFree(p);
     cudaFree(dequant_);
     cudaFree(attention_scratch_);
     cublasDestroy(cublas_);
+    cudaFree(cublas_workspace_);
     cudaStreamDestroy(stream_);
   }
 
@@ -192,19 +193,93 @@ class CudaBackend final : public Backend {
     return std::make_unique<DeviceBuffer>(n, stream_);
   }
   void upload(float* dst, const float* src, size_t n) override {
+    const auto timed = profile_->scope("upload");
     // From pageable memory the copy has read `src` by the time it returns.
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_), "upload");
   }
   void download(float* dst, const float* src, size_t n) override {
+    const auto timed = profile_->scope("download");
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
     check(cudaStreamSynchronize(stream_), "download");
   }
+  void download_rows(std::span<float* const> dst, const float* src, size_t n) override {
+    const auto timed = profile_->scope("download");
+    for (size_t i = 0; i < dst.size(); ++i)
+      check(cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost,
+                            stream_),
+            "download");
+    check(cudaStreamSynchronize(stream_), "download");
+  }
+  void pin_host(void* host, size_t bytes) override {
+    // Without it each row is staged through the driver's bounce buffer at a fraction of
+    // the bus speed; failing only costs that speed.
+    if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) != cudaSuccess)
+      (void)cudaGetLastError();
+  }
+  void unpin_host(void* host) override {
+    if (cudaHostUnregister(host) != cudaSuccess) (void)cudaGetLastError();
+  }
+  // A step is captured with the launches it makes and replayed as one graph. Each step is
+  // captured anew (its kernel arguments, grids and uploads change from step to step), and
+  // the previous step's executable graph is updated in place when the shapes allow, which
+  // costs far less per kernel than launching it. The first step runs live so that one-time
+  // uploads (norm weights, scratch sizes) are done before any capture.
+  void begin_step() override {
+    if (!graphs_ || capturing_) return;
+    check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
+    for (void* p : retired_) cudaFree(p);
+    retired_.clear();
+    tokens_.restart();
+    positions_.restart();
+    paged_.restart();
+    if (!warmed_up_) {
+      warmed_up_ = true;
+      return;
+    }
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "graph capture");
+    capturing_ = true;
+  }
+
+  void end_step() override {
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(stream_, &graph), "graph capture");
+    cudaGraphExecUpdateResultInfo info{};
+    if (graph_exec_ == nullptr || cudaGraphExecUpdate(graph_exec_, graph, &info) != cudaSuccess) {
+      (void)cudaGetLastError();  // a changed shape: instantiate afresh
+      if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+      const cudaError_t status = cudaGraphInstantiate(&graph_exec_, graph, 0);
+      if (status != cudaSuccess) {
+        graph_exec_ = nullptr;
+        cudaGraphDestroy(graph);
+        check(status, "graph instantiation");
+      }
+    }
+    cudaGraphDestroy(graph);
+    check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+    tokens_.launched(stream_);
+    positions_.launched(stream_);
+    paged_.launched(stream_);
+  }
+
+  void abort_step() override {
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+  }
+
   void fill(float* dst, float value, size_t n) override {
+    const auto timed = profile_->scope("fill");
     check(cuda::fill(dst, value, n, stream_), "fill");
   }
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override {
+    const auto timed = profile_->scope("copy_rows");
     if (rows == 0 || n == 0) return;
     check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float),
                             static_cast<size_t>(n) * sizeof(float), static_cast<size_t>(rows),
@@ -213,12 +288,13 @@ class CudaBackend final : public Backend {
   }
 
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
+    const auto timed = profile_->scope("embed");
     for (int64_t t = 0; t < T; ++t)
       if (tokens[t] < 0 || tokens[t] >= table.rows)
         throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
                     std::to_string(table.rows - 1) + ")");
     if (T == 0) return;
-    const int32_t* device_tokens = tokens_.upload(tokens, static_cast<size_t>(T), stream_, false);
+    const int32_t* device_tokens = tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, capturing_);
     if (quants::QuantMatmul::supports(table.type))
       return quant_->embed(table, device_tokens, T, out);
     check(cuda::embed(table.type, table.data, table.row_bytes, table.cols, device_tokens, T, out,
@@ -227,6 +303,7 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
+    const auto timed = profile_->scope("matmul");
     if (T <= 0 || w.rows == 0) return;
     if (quants::QuantMatmul::supports(w.type)) return quant_->matmul(w, x, T, y);
     if (T <= kGemvMaxTokens) {
@@ -254,80 +331,134 @@ class CudaBackend final : public Backend {
   }
 
   void add(float* x, const float* y, size_t n) override {
+    const auto timed = profile_->scope("add");
     check(cuda::add(x, y, n, stream_), "add");
   }
 
   void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                 int64_t n, const float* weight, float eps) override {
+    const auto timed = profile_->scope("rms_norm");
     const float* w = host_arrays_.get(weight, static_cast<size_t>(n), stream_);
     check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_), "rms_norm");
   }
 
+  void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
+                    float eps, float* out) override {
+    const auto timed = profile_->scope("add_rms_norm");
+    const float* w = host_arrays_.get(weight, static_cast<size_t>(n), stream_);
+    check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_), "add_rms_norm");
+  }
+
   void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
                  int64_t rot_dims, const int32_t* positions, double theta) override {
+    const auto timed = profile_->scope("rope");
     if (T == 0) return;
     // The q and k rotations of a layer, and every attention layer of a batch, share positions.
     const int32_t* device_positions =
-        positions_.upload(positions, static_cast<size_t>(T), stream_, true);
+        positions_.upload(positions, static_cast<size_t>(T), stream_, true, capturing_);
     check(cuda::rope_neox(x, token_stride, T, n_heads, head_stride, rot_dims, device_positions,
                           theta, stream_),
           "rope_neox");
   }
 
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
+    const auto timed = profile_->scope("kv_store");
     if (seqs.empty()) return;
-    check(cuda::kv_store(paged_.upload(seqs, stream_), k, v, stream_), "kv_store");
+    check(cuda::kv_store(paged_.upload(seqs, stream_, capturing_), k, v, stream_), "kv_store");
   }
 
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
+    const auto timed = profile_->scope("paged_attention");
     if (seqs.empty()) return;
     if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
       throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
                   ", not " + std::to_string(seqs[0].kv.head_dim));
-    const cuda::PagedBatch batch = paged_.upload(seqs, stream_);
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, capturing_);
     float* scratch = attention_scratch(cuda::paged_attention_scratch(batch, n_head));
     check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
           "paged_attention");
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
+    const auto timed = profile_->scope("mul_sigmoid");
     check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_), "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {
+    const auto timed = profile_->scope("swiglu");
     check(cuda::swiglu(gate, up, out, n, stream_), "swiglu");
   }
 
   void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
                    float* conv_state, float* out) override {
+    const SequenceSlice one{0, T, 0, conv_state, nullptr};
+    conv1d_silu_seqs({&one, 1}, x, channels, K, weight, out);
+  }
+
+  void conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x, int64_t channels,
+                        int64_t K, const float* weight, float* out) override {
+    const auto timed = profile_->scope("conv1d_silu");
     if (K > kConvMaxKernel)
       throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
                   " taps, not " + std::to_string(K));
     const float* w = host_arrays_.get(weight, static_cast<size_t>(channels * K), stream_);
-    check(cuda::conv1d_silu(x, T, channels, K, w, conv_state, out, stream_), "conv1d_silu");
+    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t max_T) {
+      check(cuda::conv1d_silu(group, max_T, x, channels, K, w, out, stream_), "conv1d_silu");
+    });
   }
 
   void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
                         const float* a_neg, const float* dt_bias, int64_t T,
                         const DeltaRuleShape& sh, float* state, float* out) override {
+    const SequenceSlice one{0, T, 0, nullptr, state};
+    gated_delta_rule_seqs({&one, 1}, qkv, alpha, beta_raw, a_neg, dt_bias, sh, out);
+  }
+
+  void gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
+                             const float* alpha, const float* beta_raw, const float* a_neg,
+                             const float* dt_bias, const DeltaRuleShape& sh, float* out) override {
+    const auto timed = profile_->scope("gated_delta_rule");
     if (sh.dk > kDeltaRuleMaxDk)
       throw Error("CUDA gated delta rule supports key heads up to " +
                   std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
     const float* a = host_arrays_.get(a_neg, static_cast<size_t>(sh.n_v_heads), stream_);
     const float* dt = host_arrays_.get(dt_bias, static_cast<size_t>(sh.n_v_heads), stream_);
-    check(cuda::gated_delta_rule(qkv, alpha, beta_raw, a, dt, T, sh.n_k_heads, sh.n_v_heads, sh.dk,
-                                 sh.dv, state, out, stream_),
-          "gated_delta_rule");
+    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+      check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                                   sh.dk, sh.dv, out, stream_),
+            "gated_delta_rule");
+    });
   }
 
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
                       float eps, float* out) override {
+    const auto timed = profile_->scope("gated_rms_norm");
     const float* w = host_arrays_.get(weight, static_cast<size_t>(dv), stream_);
     check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_), "gated_rms_norm");
   }
 
  private:
+  // Calls fn(table, largest T) for the sequences in groups of one launch's table size.
+  template <typename Fn>
+  static void for_each_group(std::span<const SequenceSlice> seqs, Fn&& fn) {
+    cuda::RecurrentSeqs group;
+    int64_t max_T = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const SequenceSlice& sl = seqs[i];
+      group.T[group.n] = static_cast<int32_t>(sl.T);
+      group.row[group.n] = sl.row;
+      group.conv_state[group.n] = sl.conv_state;
+      group.state[group.n] = sl.recurrent_state;
+      max_T = std::max(max_T, sl.T);
+      if (++group.n == cuda::kRecurrentSeqsPerLaunch || i + 1 == seqs.size()) {
+        fn(group, max_T);
+        group.n = 0;
+        max_T = 0;
+      }
+    }
+  }
+
   static constexpr size_t kDequantBytes = size_t{64} << 20;
 
   // y[T, ldy] (first `rows` columns) = x[T, cols] * W^T for row-major float32 W[rows, cols].
@@ -344,10 +475,20 @@ class CudaBackend final : public Backend {
   }
 
   // Partial results of attention split over keys (long contexts, few rows); grows only.
+  // Frees a scratch buffer that is being replaced: now when live, after the graph when
+  // capturing (earlier nodes of the capture still use it).
+  void replace_scratch(void* old, const char* what) {
+    if (capturing_) {
+      retired_.push_back(old);
+      return;
+    }
+    check(cudaStreamSynchronize(stream_), what);
+    cudaFree(old);
+  }
+
   float* attention_scratch(size_t floats) {
     if (floats > attention_scratch_floats_) {
-      check(cudaStreamSynchronize(stream_), "attention scratch growth");
-      cudaFree(attention_scratch_);
+      replace_scratch(attention_scratch_, "attention scratch growth");
       attention_scratch_ = nullptr;
       attention_scratch_ = static_cast<float*>(
           device_alloc(floats * sizeof(float), "the attention scratch"));
@@ -358,8 +499,7 @@ class CudaBackend final : public Backend {
 
   float* dequant_scratch(size_t bytes) {
     if (bytes > dequant_bytes_) {
-      check(cudaStreamSynchronize(stream_), "matmul scratch growth");
-      cudaFree(dequant_);
+      replace_scratch(dequant_, "matmul scratch growth");
       dequant_ = nullptr;
       dequant_ = static_cast<float*>(device_alloc(bytes, "the prefill weight scratch"));
       dequant_bytes_ = bytes;
@@ -369,6 +509,8 @@ class CudaBackend final : public Backend {
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;  // NVIDIA's advice for Hopper
+  void* cublas_workspace_ = nullptr;
   std::vector<void*> weights_;
   HostArrayCache host_arrays_;
   IntStaging tokens_, positions_;
@@ -378,6 +520,11 @@ class CudaBackend final : public Backend {
   float* dequant_ = nullptr;
   size_t dequant_bytes_ = 0;
   std::unique_ptr<quants::QuantMatmul> quant_;  // quantized weights and their scratch
+  std::unique_ptr<OpProfile> profile_;
+  // Decode steps as CUDA graphs (begin_step): on unless HOSTLM_CUDA_GRAPHS=0 or profiling.
+  bool graphs_ = true, warmed_up_ = false, capturing_ = false;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<void*> retired_;  // scratch replaced during a capture, freed after the graph
 };
 
 void write_error(char* error, size_t size, const std::string& message) {

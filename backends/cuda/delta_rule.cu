@@ -4,7 +4,8 @@
 //
 // qkv: [T, 2*n_k_heads*dk + n_v_heads*dv] (q | k | v); alpha, beta_raw: [T, n_v_heads];
 // state: [n_v_heads, dv, dk]; out: [T, n_v_heads * dv]. Value head j reads key head
-// j % n_k_heads. Grid: (column blocks, n_v_heads).
+// j % n_k_heads. Grid: (column blocks, n_v_heads, sequences of a RecurrentSeqs table); the
+// rows of sequence i start at seqs.row[i].
 #include "common.cuh"
 #include "kernels.h"
 
@@ -15,10 +16,12 @@ constexpr int kWarpsPerBlock = 4;
 
 template <int kPerLane>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gated_delta_rule_kernel(const float* qkv, const float* alpha, const float* beta_raw,
-                            const float* a_neg, const float* dt_bias, int64_t T, int64_t n_k_heads,
-                            int64_t n_v_heads, int64_t dk, int64_t dv, float* state, float* out) {
+    gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
+                            const float* beta_raw, const float* a_neg, const float* dt_bias,
+                            int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
+                            float* out) {
   const int64_t j = blockIdx.y;
+  const int sq = blockIdx.z;
   const int64_t c = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
   if (c >= dv) return;
   const int lane = threadIdx.x % 32;
@@ -26,7 +29,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int64_t key_dim = n_k_heads * dk;
   const int64_t row = 2 * key_dim + n_v_heads * dv;
   const float q_scale = 1.f / sqrtf(static_cast<float>(dk));
-  float* S = state + (j * dv + c) * dk;
+  const int64_t T = seqs.T[sq], first = seqs.row[sq];
+  qkv += first * row;
+  alpha += first * n_v_heads;
+  beta_raw += first * n_v_heads;
+  out += first * n_v_heads * dv;
+  float* S = seqs.state[sq] + (j * dv + c) * dk;
 
   float s[kPerLane];
 #pragma unroll
@@ -79,26 +87,27 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }
 
 template <int kPerLane>
-void launch(const float* qkv, const float* alpha, const float* beta_raw, const float* a_neg,
-            const float* dt_bias, int64_t T, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
-            int64_t dv, float* state, float* out, cudaStream_t stream) {
-  const dim3 grid(blocks_for(dv, kWarpsPerBlock), static_cast<unsigned>(n_v_heads));
+void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
+            const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
+            int64_t dk, int64_t dv, float* out, cudaStream_t stream) {
+  const dim3 grid(blocks_for(dv, kWarpsPerBlock), static_cast<unsigned>(n_v_heads),
+                  static_cast<unsigned>(seqs.n));
   gated_delta_rule_kernel<kPerLane><<<grid, kWarpsPerBlock * 32, 0, stream>>>(
-      qkv, alpha, beta_raw, a_neg, dt_bias, T, n_k_heads, n_v_heads, dk, dv, state, out);
+      seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out);
 }
 
 }  // namespace
 
-cudaError_t gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
-                             const float* a_neg, const float* dt_bias, int64_t T, int64_t n_k_heads,
-                             int64_t n_v_heads, int64_t dk, int64_t dv, float* state, float* out,
-                             cudaStream_t stream) {
-  if (dk < 1 || dk > kDeltaRuleMaxDk || n_k_heads < 1 || n_v_heads > 65535)
+cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
+                             const float* beta_raw, const float* a_neg, const float* dt_bias,
+                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
+                             float* out, cudaStream_t stream) {
+  if (dk < 1 || dk > kDeltaRuleMaxDk || n_k_heads < 1 || n_v_heads > 65535 ||
+      seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
-  if (T == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
+  if (seqs.n == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
   const auto args = [&](auto launcher) {
-    launcher(qkv, alpha, beta_raw, a_neg, dt_bias, T, n_k_heads, n_v_heads, dk, dv, state, out,
-             stream);
+    launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out, stream);
   };
   if (dk <= 32)
     args(launch<1>);

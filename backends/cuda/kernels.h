@@ -32,6 +32,9 @@ cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int6
 // norm.cu
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream);
+// x += y, then out = rms_norm(x) (rows of n, contiguous).
+cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
+                         float eps, float* out, cudaStream_t stream);
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
                            int64_t dv, float eps, float* out, cudaStream_t stream);
 
@@ -60,7 +63,12 @@ struct PagedBatch {
   const int32_t* row_to_seq;
   const int32_t* pages;
   int64_t n_seq, rows;
-  int64_t max_kv;  // most cached tokens any row attends to
+  int64_t max_kv;        // most cached tokens any row attends to
+  int64_t min_t, max_t;  // fewest and most new rows of any sequence
+  bool aligned16;        // every sequence's k and v storage starts 16-byte aligned
+  // Set by paged_attention: sequences with at least this many new rows go to flash_prefill
+  // and the CUDA-core kernels skip their rows (0: none do).
+  int64_t flash_rows;
 };
 cudaError_t kv_store(const PagedBatch& batch, const float* k, const float* v, cudaStream_t stream);
 // Floats of device scratch paged_attention needs for this batch (0: none).
@@ -69,16 +77,44 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
                             int64_t n_head, float scale, float* out, float* scratch,
                             cudaStream_t stream);
 
-// conv1d.cu
-constexpr int64_t kConvMaxKernel = 8;
-cudaError_t conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
-                        float* conv_state, float* out, cudaStream_t stream);
+// flash_prefill.cu: paged_attention on tensor cores for sequences with many new rows (F16
+// pages, head_dim 64, 128 or 256, any query heads per KV head), as accurate as the CUDA-core
+// kernels (a few 1e-6 of max |out|). A sequence goes there when it has at least
+// kFlashPrefillMinRows new rows, or HOSTLM_CUDA_FLASH_MIN_ROWS when that is set (1 sends
+// every sequence of a supported shape, 0 none; read on every call, so tests can switch it).
+// 64 is one tile of query rows: with fewer, most of a tile would be padding, and the split
+// kernel spreads few rows over the keys of a long context (flash-decoding), which this
+// kernel does not.
+constexpr int64_t kFlashPrefillMinRows = 64;
+// That threshold when some sequence of `batch` reaches it and the shape is supported, else 0.
+int64_t flash_prefill_rows(const PagedBatch& batch, int64_t n_head);
+// Attention of the sequences with at least batch.flash_rows new rows; other rows untouched.
+cudaError_t flash_prefill(const PagedBatch& batch, const float* q, size_t q_stride, int64_t n_head,
+                          float scale, float* out, cudaStream_t stream);
 
-// delta_rule.cu
+// The recurrent (linear-attention) layers of several sequences in one launch: rows
+// [row[i], row[i] + T[i]) of the batch belong to sequence i, whose conv and delta-rule states
+// are at conv_state[i] / state[i]. Passed by value as a kernel parameter (no upload, nothing
+// to synchronise); larger batches go in groups of kRecurrentSeqsPerLaunch.
+constexpr int kRecurrentSeqsPerLaunch = 64;
+struct RecurrentSeqs {
+  int n = 0;
+  int32_t T[kRecurrentSeqsPerLaunch];
+  int64_t row[kRecurrentSeqsPerLaunch];
+  float* conv_state[kRecurrentSeqsPerLaunch];
+  float* state[kRecurrentSeqsPerLaunch];
+};
+
+// conv1d.cu. x, out: the batch's [rows, channels]; max_T: the largest T of the table.
+constexpr int64_t kConvMaxKernel = 8;
+cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x, int64_t channels,
+                        int64_t K, const float* weight, float* out, cudaStream_t stream);
+
+// delta_rule.cu. qkv, alpha, beta_raw, out: the batch's rows.
 constexpr int64_t kDeltaRuleMaxDk = 256;
-cudaError_t gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
-                             const float* a_neg, const float* dt_bias, int64_t T, int64_t n_k_heads,
-                             int64_t n_v_heads, int64_t dk, int64_t dv, float* state, float* out,
-                             cudaStream_t stream);
+cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
+                             const float* beta_raw, const float* a_neg, const float* dt_bias,
+                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
+                             float* out, cudaStream_t stream);
 
 }  // namespace hostlm::cuda

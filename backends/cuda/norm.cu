@@ -21,6 +21,25 @@ __global__ void rms_norm_kernel(const float* x, size_t x_stride, float* out, siz
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
 }
 
+// x += y and the norm of the sum, each thread reading back only what it wrote. The sum of
+// squares runs in the same order as rms_norm_kernel's, so results equal the two ops'.
+__global__ void add_rms_norm_kernel(float* x, const float* y, int64_t n, const float* weight,
+                                    float eps, float* out) {
+  __shared__ double scratch[kThreads / 32];
+  float* xr = x + blockIdx.x * n;
+  const float* yr = y + blockIdx.x * n;
+  float* o = out + blockIdx.x * n;
+  double ss = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i] + yr[i];
+    xr[i] = v;
+    ss += double{v} * v;
+  }
+  ss = block_sum(ss, scratch);
+  const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+}
+
 __global__ void gated_rms_norm_kernel(const float* x, const float* z, const float* weight,
                                       int64_t dv, float eps, float* out) {
   __shared__ float scratch[kThreads / 32];
@@ -42,6 +61,14 @@ cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_str
   if (rows == 0) return cudaSuccess;
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, x_stride, out,
                                                                         out_stride, n, weight, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
+                         float eps, float* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  add_rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, n, weight, eps,
+                                                                            out);
   return cudaGetLastError();
 }
 

@@ -7,13 +7,14 @@
 // belong to descs[s], whose page-table entries start at pages + descs[s].page_offset and whose
 // storage is at base + descs[s].k_offset / v_offset (0 when all share one pool).
 //
-// Attention (head_dim <= 256, 1, 2, 4 or 8 query heads per KV head): one block per (query
+// Attention (head_dim <= 256, 1, 2, 3, 4, 6 or 8 query heads per KV head): one block per (query
 // row, KV head, split of the keys). The block's four warps take every fourth key of its
 // split; a lane holds head_dim / 32 of the dimensions of each query head of the group, so
 // one load of a key or value row serves all of them. Each warp keeps an online softmax per
 // head, the warps merge in shared memory, and when the keys were split (few rows, long
 // context: flash-decoding) a second kernel merges the splits. Other shapes use a plain
-// kernel: one block per (row, head), keys page by page.
+// kernel: one block per (row, head), keys page by page. Sequences with many new rows on F16
+// pages go to the tensor-core kernel of flash_prefill.cu instead; these kernels skip them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +50,11 @@ struct LoadQ8 {
   }
 };
 
+// Whether sequence s of the batch is flash_prefill's (PagedBatch::flash_rows).
+__device__ __forceinline__ bool left_to_flash(const PagedBatch& b, int32_t s) {
+  return b.flash_rows > 0 && b.descs[s].T >= b.flash_rows;
+}
+
 __device__ __forceinline__ int64_t segment_offset(DType type, int64_t first) {
   return type == DType::F32   ? first * 4
          : type == DType::F16 ? first * 2
@@ -63,7 +69,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float scores[kPage];
   const int64_t r = blockIdx.x, h = blockIdx.y;
   const int32_t s = b.row_to_seq[r];
-  if (s < 0) return;
+  if (s < 0 || left_to_flash(b, s)) return;
   const PagedSeqDesc desc = b.descs[s];
   const int64_t t = r - desc.row;
   const int64_t hd = b.head_dim;
@@ -179,7 +185,7 @@ __global__ void __launch_bounds__(kSplitThreads)
   const int64_t g = blockIdx.y;
   const int split = static_cast<int>(blockIdx.z);
   const int32_t s = b.row_to_seq[r];
-  if (s < 0) return;
+  if (s < 0 || left_to_flash(b, s)) return;
   const PagedSeqDesc desc = b.descs[s];
   const int64_t hd = b.head_dim;
   const int64_t visible = desc.n_past + (r - desc.row) + 1;
@@ -281,7 +287,8 @@ __global__ void __launch_bounds__(kSplitThreads)
 __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
                                     int64_t n_head, float* out) {
   const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
-  if (b.row_to_seq[r] < 0) return;
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0 || left_to_flash(b, s)) return;
   float m = -INFINITY;
   for (int sp = 0; sp < splits; ++sp)
     m = fmaxf(m, partial_at(const_cast<float*>(scratch), r, h, sp, splits, n_head, hd)[hd]);
@@ -302,7 +309,8 @@ int lane_dims(int64_t head_dim) { return head_dim <= 64 ? 2 : head_dim <= 128 ? 
 
 bool split_kernel_fits(const PagedBatch& b, int64_t n_head) {
   const int64_t group = n_head / b.n_head_kv;
-  return b.head_dim <= kSplitMaxHeadDim && (group == 1 || group == 2 || group == 4 || group == 8);
+  return b.head_dim <= kSplitMaxHeadDim &&
+         (group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8);
 }
 
 // Splits of the keys: enough blocks to fill the GPU twice over, at least two pages each.
@@ -351,8 +359,14 @@ void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, in
     case 2:
       launch_split<Load, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
+    case 3:
+      launch_split<Load, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      break;
     case 4:
       launch_split<Load, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      break;
+    case 6:  // Qwen3.5-27B: 24 query heads on 4 KV heads
+      launch_split<Load, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     default:
       launch_split<Load, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
@@ -371,16 +385,25 @@ cudaError_t kv_store(const PagedBatch& b, const float* k, const float* v, cudaSt
 size_t paged_attention_scratch(const PagedBatch& b, int64_t n_head) {
   if (b.rows == 0 || b.n_head_kv <= 0 || n_head % b.n_head_kv != 0 || !split_kernel_fits(b, n_head))
     return 0;
+  const int64_t flash_rows = flash_prefill_rows(b, n_head);
+  if (flash_rows > 0 && b.min_t >= flash_rows) return 0;  // flash_prefill takes every sequence
   const int splits = split_count(b);
   return splits == 1 ? 0 : static_cast<size_t>(b.rows * n_head * splits * (b.head_dim + 2));
 }
 
-cudaError_t paged_attention(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
-                            float scale, float* out, float* scratch, cudaStream_t stream) {
-  if (b.rows == 0 || n_head == 0) return cudaSuccess;
-  if (b.head_dim > kAttentionMaxHeadDim || n_head > 65535 || b.n_head_kv <= 0 ||
-      n_head % b.n_head_kv != 0 || (b.type == DType::Q8_0 && b.head_dim % 32 != 0))
+cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
+                            int64_t n_head, float scale, float* out, float* scratch,
+                            cudaStream_t stream) {
+  if (batch.rows == 0 || n_head == 0) return cudaSuccess;
+  if (batch.head_dim > kAttentionMaxHeadDim || n_head > 65535 || batch.n_head_kv <= 0 ||
+      n_head % batch.n_head_kv != 0 || (batch.type == DType::Q8_0 && batch.head_dim % 32 != 0))
     return cudaErrorInvalidValue;
+  PagedBatch b = batch;
+  b.flash_rows = flash_prefill_rows(b, n_head);
+  if (b.flash_rows > 0) {
+    const cudaError_t status = flash_prefill(b, q, q_stride, n_head, scale, out, stream);
+    if (status != cudaSuccess || b.min_t >= b.flash_rows) return status;
+  }
   if (split_kernel_fits(b, n_head)) {
     const int splits = split_count(b);
     if (splits > 1 && scratch == nullptr) return cudaErrorInvalidValue;

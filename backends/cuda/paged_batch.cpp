@@ -12,11 +12,6 @@
 namespace hostlm::cuda {
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
-}
-
 size_t row_bytes(DType type, int64_t width) {
   switch (type) {
     case DType::F32:
@@ -34,13 +29,15 @@ size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 
 }  // namespace
 
-PagedBatchUpload::~PagedBatchUpload() {
-  if (event_) cudaEventDestroy(event_);
-  cudaFreeHost(pinned_);
-  cudaFree(device_);
+void PagedBatchUpload::restart() {
+  staging_.restart();
+  last_.clear();  // its device copy may be overwritten from now on
 }
 
-PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStream_t stream) {
+void PagedBatchUpload::launched(cudaStream_t stream) { staging_.launched(stream); }
+
+PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStream_t stream,
+                                    bool capturing) {
   PagedBatch b{};
   if (seqs.empty()) return b;
   const KvPages& first = seqs[0].kv;
@@ -52,6 +49,8 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
   b.k = static_cast<char*>(first.k);
   b.v = static_cast<char*>(first.v);
   b.n_seq = static_cast<int64_t>(seqs.size());
+  b.min_t = seqs[0].T;
+  b.aligned16 = (b.page_bytes | b.row_bytes) % 16 == 0;
   int64_t n_pages = 0;
   for (const PagedSequence& s : seqs) {
     if (s.kv.type != b.type || s.kv.n_head_kv != b.n_head_kv || s.kv.head_dim != b.head_dim ||
@@ -59,6 +58,10 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
       throw Error("CUDA paged KV: the sequences of one call must share page type and shape");
     b.rows = std::max(b.rows, s.row + s.T);
     b.max_kv = std::max(b.max_kv, s.n_past + s.T);
+    b.min_t = std::min(b.min_t, s.T);
+    b.max_t = std::max(b.max_t, s.T);
+    if ((reinterpret_cast<uintptr_t>(s.kv.k) | reinterpret_cast<uintptr_t>(s.kv.v)) % 16 != 0)
+      b.aligned16 = false;
     n_pages += (s.n_past + s.T + kKvPageTokens - 1) / kKvPageTokens;
   }
   // The blob: descriptors, then row_to_seq, then the page tables.
@@ -84,23 +87,7 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
     offset += static_cast<int32_t>(n);
   }
   if (blob_ != last_) {
-    if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "paged staging");
-    if (total > capacity_) {
-      check(cudaStreamSynchronize(stream), "paged staging growth");
-      cudaFreeHost(pinned_);
-      cudaFree(device_);
-      pinned_ = nullptr;
-      device_ = nullptr;
-      capacity_ = std::max<size_t>({total, 2 * capacity_, 4096});
-      check(cudaMallocHost(&pinned_, capacity_), "pinned paged staging");
-      check(cudaMalloc(&device_, capacity_), "paged staging");
-    } else {
-      // The previous copy must have read the pinned buffer before it is rewritten.
-      check(cudaEventSynchronize(event_), "paged staging reuse");
-    }
-    std::memcpy(pinned_, blob_.data(), total);
-    check(cudaMemcpyAsync(device_, pinned_, total, cudaMemcpyHostToDevice, stream), "paged upload");
-    check(cudaEventRecord(event_, stream), "paged staging");
+    device_ = static_cast<char*>(staging_.upload(blob_.data(), total, stream, capturing));
     last_ = blob_;
   }
   b.descs = reinterpret_cast<const PagedSeqDesc*>(device_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/kernels.h"
+#include "cuda/staging.h"
 #include "hostlm/ops.h"
 
 namespace hostlm::cuda {
@@ -19,17 +20,16 @@ class PagedBatchUpload {
   PagedBatchUpload() = default;
   PagedBatchUpload(const PagedBatchUpload&) = delete;
   PagedBatchUpload& operator=(const PagedBatchUpload&) = delete;
-  ~PagedBatchUpload();
-
-  // Throws hostlm::Error when the sequences differ in page type or shape.
-  PagedBatch upload(std::span<const PagedSequence> seqs, cudaStream_t stream);
+  // Throws hostlm::Error when the sequences differ in page type or shape. `capturing`: the
+  // stream is being captured into a graph (see cuda/staging.h).
+  PagedBatch upload(std::span<const PagedSequence> seqs, cudaStream_t stream, bool capturing);
+  void restart();                      // the stream is idle
+  void launched(cudaStream_t stream);  // a graph that read the uploads was launched
 
  private:
   std::vector<char> blob_, last_;
-  char* pinned_ = nullptr;
-  char* device_ = nullptr;
-  size_t capacity_ = 0;
-  cudaEvent_t event_ = nullptr;
+  char* device_ = nullptr;  // where last_ is on the device
+  Staging staging_;
 };
 
 }  // namespace hostlm::cuda

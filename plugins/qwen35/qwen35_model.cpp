@@ -48,7 +48,9 @@ class Qwen35Model final : public Model {
       info_.weight_bytes += values.size() * sizeof(float);
       return values;
     };
-    auto norm = [&](const std::string& name, int64_t n) { return RmsNorm{host_f32(name, {n}), c.eps}; };
+    auto norm = [&](const std::string& name, int64_t n) {
+      return RmsNorm{host_f32(name, {n}), c.eps};
+    };
     auto blk = [](int64_t i, const char* name) { return "blk." + std::to_string(i) + "." + name; };
 
     token_embd_ = linear("token_embd.weight", c.n_vocab, H);
@@ -109,20 +111,25 @@ class Qwen35Model final : public Model {
     layout_.n_state_layers = n_deltanet;
 
     max_batch_ = std::max<int64_t>(1, options.max_batch);
-    const int64_t width = std::max({H, 2 * c.n_head * c.head_dim, c.conv_channels(),
-                                    c.value_dim() + 2 * c.n_v_heads, c.ffn});
+    const int64_t width = std::max(
+        {H, 2 * c.n_head * c.head_dim, c.conv_channels(), c.value_dim() + 2 * c.n_v_heads, c.ffn});
     scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, width);
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
-    logits_ = backend_.alloc(static_cast<size_t>(kLogitRows * c.n_vocab));
+    // Room for a whole decode step's logits, up to kMaxLogitRows (64 x 248,320 floats is
+    // 64 MiB); project_logits works through any count in pieces of this.
+    logit_capacity_ = std::clamp<int64_t>(max_batch_, kLogitRows, kMaxLogitRows);
+    logits_ = backend_.alloc(static_cast<size_t>(logit_capacity_ * c.n_vocab));
+    logit_rows_.reserve(static_cast<size_t>(max_batch_));
+    logit_dst_.reserve(static_cast<size_t>(max_batch_));
     positions_.resize(static_cast<size_t>(max_batch_));
     batch_tokens_.resize(static_cast<size_t>(max_batch_));
     slices_.reserve(static_cast<size_t>(max_batch_));
     paged_.reserve(static_cast<size_t>(max_batch_));
-    info_.scratch_bytes = sizeof(float) * static_cast<size_t>(6 * max_batch_ * width +
-                                                             3 * max_batch_ * H +
-                                                             kLogitRows * c.n_vocab);
+    info_.scratch_bytes =
+        sizeof(float) * static_cast<size_t>(6 * max_batch_ * width + 3 * max_batch_ * H +
+                                            logit_capacity_ * c.n_vocab);
     info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
                         std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +
                         " Gated DeltaNet), hidden " + std::to_string(H) + ", vocab " +
@@ -172,8 +179,10 @@ class Qwen35Model final : public Model {
       item.seq = &seq;
       item.tokens = tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(T));
       item.all_logits = all_logits;
-      if (all_logits) item.logits = logits.subspan(static_cast<size_t>(begin * V));
-      else if (begin + T == n) item.logits = logits;
+      if (all_logits)
+        item.logits = logits.subspan(static_cast<size_t>(begin * V));
+      else if (begin + T == n)
+        item.logits = logits;
       eval_batch(std::span<const BatchItem>(&item, 1));
     }
   }
@@ -208,20 +217,52 @@ class Qwen35Model final : public Model {
     }
     for (const BatchItem& item : items)
       static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
-    forward_batch(items, total);
-    row = 0;
-    for (const BatchItem& item : items) {
-      const int64_t T = static_cast<int64_t>(item.tokens.size());
-      if (!item.logits.empty()) {
-        if (item.all_logits) project_logits(row, T, item.logits.data());
-        else project_logits(row + T - 1, 1, item.logits.data());
-      }
-      row += T;
+    // A decode step (one token per sequence, last-position logits) is launch-bound: it may
+    // run as one recorded unit (Backend::begin_step), ended before the logits download.
+    graph_step_ = std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
+      return item.tokens.size() == 1 && !item.all_logits;
+    });
+    if (graph_step_) backend_.begin_step();
+    try {
+      forward_and_project(items, total);
+    } catch (...) {
+      if (graph_step_) backend_.abort_step();
+      graph_step_ = false;
+      throw;
     }
   }
 
  private:
-  static constexpr int64_t kLogitRows = 16;
+  static constexpr int64_t kLogitRows = 16, kMaxLogitRows = 64;
+
+  void forward_and_project(std::span<const BatchItem> items, int64_t total) {
+    forward_batch(items, total);
+    // Items that want every position's logits project their rows as they lie; the others'
+    // last rows are gathered and projected together, so a decode step of N sequences reads
+    // the output head once, not N times, and waits for one download.
+    int64_t row = 0;
+    logit_rows_.clear();
+    logit_dst_.clear();
+    for (const BatchItem& item : items) {
+      const int64_t T = static_cast<int64_t>(item.tokens.size());
+      if (!item.logits.empty()) {
+        if (item.all_logits) {
+          project_logits(row, T, item.logits.data());
+        } else {
+          logit_rows_.push_back(row + T - 1);
+          logit_dst_.push_back(item.logits.data());
+        }
+      }
+      row += T;
+    }
+    project_gathered_logits();
+    end_graph_step();
+  }
+
+  void end_graph_step() {
+    if (graph_step_) backend_.end_step();
+    graph_step_ = false;
+  }
 
   // Runs the gathered rows through the trunk; leaves the final hidden states in hidden_.
   void forward_batch(std::span<const BatchItem> items, int64_t T) {
@@ -230,7 +271,11 @@ class Qwen35Model final : public Model {
     float* a = normed_->data();
     float* m = mixed_->data();
     backend_.embed(token_embd_, batch_tokens_.data(), T, h);
-    for (const Layer& layer : layers_) {
+    // Each residual add is fused with the norm that follows it (the next layer's input norm
+    // after the MLP), so only the first layer norms on its own and the last adds alone.
+    layers_.front().attn_norm.forward(backend_, h, a, T);
+    for (size_t li = 0; li < layers_.size(); ++li) {
+      const Layer& layer = layers_[li];
       const bool attention = std::holds_alternative<GatedAttention>(layer.mixer);
       slices_.clear();  // capacity kept: no allocation per step
       paged_.clear();
@@ -257,15 +302,19 @@ class Qwen35Model final : public Model {
         }
         row += n;
       }
-      layer.attn_norm.forward(backend_, h, a, T);
       if (const auto* attn = std::get_if<GatedAttention>(&layer.mixer))
         attn->forward(backend_, *scratch_, a, T, positions_.data(), paged_, m);
       else
         std::get<GatedDeltaNet>(layer.mixer).forward(backend_, *scratch_, a, T, slices_, m);
-      backend_.add(h, m, static_cast<size_t>(T * H));
-      layer.post_attention_norm.forward(backend_, h, a, T);
+      const RmsNorm& post = layer.post_attention_norm;
+      backend_.add_rms_norm(h, m, T, H, post.weight.data(), post.eps, a);
       layer.mlp.forward(backend_, *scratch_, a, T, m);
-      backend_.add(h, m, static_cast<size_t>(T * H));
+      if (li + 1 == layers_.size()) {
+        backend_.add(h, m, static_cast<size_t>(T * H));
+      } else {
+        const RmsNorm& next = layers_[li + 1].attn_norm;
+        backend_.add_rms_norm(h, m, T, H, next.weight.data(), next.eps, a);
+      }
     }
     for (const BatchItem& item : items)
       static_cast<KvSequence&>(*item.seq).advance(static_cast<int64_t>(item.tokens.size()));
@@ -283,11 +332,35 @@ class Qwen35Model final : public Model {
   // Logits of rows [first, first + count) of the last batch, into host memory.
   void project_logits(int64_t first, int64_t count, float* out) {
     const int64_t H = weights_.config().hidden, V = info_.n_vocab;
-    for (int64_t r = 0; r < count; r += kLogitRows) {
-      const int64_t rows = std::min(kLogitRows, count - r);
+    for (int64_t r = 0; r < count; r += logit_capacity_) {
+      const int64_t rows = std::min(logit_capacity_, count - r);
       output_norm_.forward(backend_, hidden_->data() + (first + r) * H, normed_->data(), rows);
       backend_.matmul(output_, normed_->data(), rows, logits_->data());
       backend_.download(out + r * V, logits_->data(), static_cast<size_t>(rows * V));
+    }
+  }
+
+  // Logits of the rows in logit_rows_ into the host arrays logit_dst_: runs of consecutive
+  // rows are copied together (a decode step is one run), normed, projected and downloaded
+  // logit_capacity_ rows at a time.
+  void project_gathered_logits() {
+    const int64_t H = weights_.config().hidden, V = info_.n_vocab;
+    const auto n = static_cast<int64_t>(logit_rows_.size());
+    float* gathered = mixed_->data();  // free once the trunk is done
+    for (int64_t i = 0; i < n;) {
+      int64_t run = 1;
+      while (i + run < n && logit_rows_[i + run] == logit_rows_[i] + run) ++run;
+      backend_.copy_rows(gathered + i * H, H, hidden_->data() + logit_rows_[i] * H, H, run, H);
+      i += run;
+    }
+    for (int64_t first = 0; first < n; first += logit_capacity_) {
+      const int64_t rows = std::min(logit_capacity_, n - first);
+      output_norm_.forward(backend_, gathered + first * H, normed_->data(), rows);
+      backend_.matmul(output_, normed_->data(), rows, logits_->data());
+      end_graph_step();  // the recorded step runs before its logits come back
+      backend_.download_rows(std::span<float* const>(logit_dst_)
+                                 .subspan(static_cast<size_t>(first), static_cast<size_t>(rows)),
+                             logits_->data(), static_cast<size_t>(V));
     }
   }
 
@@ -304,6 +377,10 @@ class Qwen35Model final : public Model {
   std::vector<int32_t> positions_, batch_tokens_;
   std::vector<modules::SequenceSlice> slices_;
   std::vector<PagedSequence> paged_;
+  int64_t logit_capacity_ = kLogitRows;  // rows logits_ holds
+  bool graph_step_ = false;              // between begin_step and end_step
+  std::vector<int64_t> logit_rows_;
+  std::vector<float*> logit_dst_;
 };
 
 }  // namespace

@@ -25,10 +25,11 @@ struct PagedCase {
 };
 
 inline std::vector<PagedCase> paged_cases() {
-  return {{DType::F32, 4, 2, 32, "f32_gqa2_hd32"},   {DType::F16, 4, 2, 32, "f16_gqa2_hd32"},
-          {DType::Q8_0, 4, 2, 32, "q8_0_gqa2_hd32"}, {DType::F16, 8, 2, 256, "f16_gqa4_hd256"},
-          {DType::Q8_0, 8, 2, 64, "q8_0_gqa4_hd64"}, {DType::F32, 3, 3, 40, "f32_mha_hd40"},
-          {DType::F32, 2, 1, 128, "f32_gqa2_hd128"}};
+  return {{DType::F32, 4, 2, 32, "f32_gqa2_hd32"},    {DType::F16, 4, 2, 32, "f16_gqa2_hd32"},
+          {DType::Q8_0, 4, 2, 32, "q8_0_gqa2_hd32"},  {DType::F16, 8, 2, 256, "f16_gqa4_hd256"},
+          {DType::Q8_0, 8, 2, 64, "q8_0_gqa4_hd64"},  {DType::F32, 3, 3, 40, "f32_mha_hd40"},
+          {DType::F32, 2, 1, 128, "f32_gqa2_hd128"},  {DType::F16, 12, 2, 256, "f16_gqa6_hd256"},
+          {DType::Q8_0, 6, 2, 128, "q8_0_gqa3_hd128"}};
 }
 
 // Three sequences in one batch: a prompt from scratch across pages, a single decode token

@@ -35,14 +35,9 @@ struct RmsNorm {
   }
 };
 
-// The rows [row, row + T) of a batch belong to one sequence, which has n_past tokens
-// cached already. Linear layers read and update the sequence's recurrent state through this;
-// attention layers take hostlm::PagedSequence (ops.h) for its KV pages.
-struct SequenceSlice {
-  int64_t row = 0, T = 0, n_past = 0;
-  float* conv_state = nullptr;        // [(K-1), channels]
-  float* recurrent_state = nullptr;   // [n_v_heads, dv, dk]
-};
+// Linear layers read and update each sequence's recurrent state through SequenceSlice
+// (ops.h); attention layers take PagedSequence for its KV pages.
+using hostlm::SequenceSlice;
 
 // Multi-head attention with grouped KV heads, per-head q/k RMSNorm, partial NeoX rotary
 // and, when gated, a per-head sigmoid output gate interleaved with the query projection
@@ -73,7 +68,9 @@ struct GatedDeltaNet {
   std::vector<float> dt_bias;      // [n_v_heads]
   RmsNorm norm;                    // over dv, shared by heads (weight of dv)
 
-  int64_t conv_channels() const { return 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv; }
+  int64_t conv_channels() const {
+    return 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv;
+  }
   int64_t conv_state_size() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t recurrent_state_size() const { return shape.n_v_heads * shape.dv * shape.dk; }
   // x: [T, hidden] rows of several sequences; conv and delta rule per sequence.

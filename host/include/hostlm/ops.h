@@ -51,6 +51,15 @@ struct PagedSequence {
   int64_t row = 0, T = 0, n_past = 0;
 };
 
+// One sequence of a batch, as the linear-attention (recurrent) ops see it: rows
+// [row, row + T) of the batch are its new tokens; its conv and delta-rule states are backend
+// memory that the ops read and update in place. n_past is the number of tokens cached already.
+struct SequenceSlice {
+  int64_t row = 0, T = 0, n_past = 0;
+  float* conv_state = nullptr;       // [(K-1), channels]
+  float* recurrent_state = nullptr;  // [n_v_heads, dv, dk]
+};
+
 // An activation buffer of float32 elements, owned by the backend that made it.
 class Buffer {
  public:
@@ -71,6 +80,22 @@ class Backend {
   virtual void upload(float* dst, const float* host_src, size_t n) = 0;
   virtual void download(float* host_dst, const float* src, size_t n) = 0;
   virtual void fill(float* dst, float value, size_t n) = 0;
+  // Row i of src ([dst.size(), n] backend memory) to the host array dst[i], for every row;
+  // returns when all are there. One wait for the lot instead of one per row.
+  virtual void download_rows(std::span<float* const> dst, const float* src, size_t n) {
+    for (size_t i = 0; i < dst.size(); ++i) download(dst[i], src + i * n, n);
+  }
+  // Host memory that downloads will target again and again (the engine's logits rows) may be
+  // page-locked for full-speed copies. Best effort: no-op where it does not apply or fails.
+  virtual void pin_host(void* /*host*/, size_t /*bytes*/) {}
+  virtual void unpin_host(void* /*host*/) {}
+  // A decode step's ops may be recorded and run as one unit (CUDA graphs: one launch instead
+  // of hundreds). Between begin_step and end_step the caller neither downloads nor uploads
+  // through upload(); end_step runs what was recorded; abort_step drops it after an error.
+  // No-ops by default: ops run as they are called.
+  virtual void begin_step() {}
+  virtual void end_step() {}
+  virtual void abort_step() {}
   // Copies `rows` rows of `n` floats between strided layouts (strides in floats).
   virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
                          int64_t rows, int64_t n) = 0;
@@ -85,6 +110,14 @@ class Backend {
   // weight is a host float32 array of n (plugins fold in any +1 shift before).
   virtual void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride,
                         int64_t rows, int64_t n, const float* weight, float eps) = 0;
+  // The residual add and the next pre-norm in one op: x += y, then out = rms_norm(x) as
+  // above. x, y, out: [rows, n], contiguous. Same results as the two calls, which it makes by
+  // default; backends fuse it to save a pass and a launch.
+  virtual void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
+                            float eps, float* out) {
+    add(x, y, static_cast<size_t>(rows * n));
+    rms_norm(x, static_cast<size_t>(n), out, static_cast<size_t>(n), rows, n, weight, eps);
+  }
   // NeoX rotary on the first rot_dims of each head: x is [T, n_heads, head_stride-spaced
   // heads] with row stride `token_stride`; token t is at position positions[t].
   virtual void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
@@ -98,8 +131,8 @@ class Backend {
   // (query t sees positions 0 .. n_past + t), read through its page table.
   // q: [rows, n_head * head_dim] with row stride q_stride; out: [rows, n_head * head_dim].
   // Grouped-query: head h reads kv head h / (n_head / n_head_kv).
-  virtual void paged_attention(std::span<const PagedSequence> seqs, const float* q,
-                               size_t q_stride, int64_t n_head, float scale, float* out) = 0;
+  virtual void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
+                               int64_t n_head, float scale, float* out) = 0;
   // x[t, i] *= sigmoid(gate[t * gate_stride + i]) for i < n.
   virtual void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
                            int64_t n) = 0;
@@ -123,9 +156,29 @@ class Backend {
   virtual void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
                                 const float* a_neg, const float* dt_bias, int64_t T,
                                 const DeltaRuleShape& shape, float* state, float* out) = 0;
+  // The two ops above for several sequences at once: rows [row, row + T) of x / qkv, alpha,
+  // beta_raw and out belong to seqs[i], whose states are updated. Same results as calling
+  // the single-sequence ops per sequence (the default does exactly that); backends override
+  // them to run every sequence of a decode step in one pass.
+  virtual void conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x,
+                                int64_t channels, int64_t K, const float* weight, float* out) {
+    for (const SequenceSlice& sl : seqs)
+      conv1d_silu(x + sl.row * channels, sl.T, channels, K, weight, sl.conv_state,
+                  out + sl.row * channels);
+  }
+  virtual void gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
+                                     const float* alpha, const float* beta_raw, const float* a_neg,
+                                     const float* dt_bias, const DeltaRuleShape& shape,
+                                     float* out) {
+    const int64_t row = 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv;
+    for (const SequenceSlice& sl : seqs)
+      gated_delta_rule(qkv + sl.row * row, alpha + sl.row * shape.n_v_heads,
+                       beta_raw + sl.row * shape.n_v_heads, a_neg, dt_bias, sl.T, shape,
+                       sl.recurrent_state, out + sl.row * shape.n_v_heads * shape.dv);
+  }
   // Per value head: out = rms_norm(x) * weight[dv] * silu(z). x, z, out: [rows, dv].
-  virtual void gated_rms_norm(const float* x, const float* z, const float* weight,
-                              int64_t rows, int64_t dv, float eps, float* out) = 0;
+  virtual void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
+                              int64_t dv, float eps, float* out) = 0;
 };
 
 // "cpu" always; "cuda" when libhostlm_cuda.so (built when nvcc was found) loads and a GPU

@@ -42,7 +42,7 @@ struct Active {
   std::unique_ptr<KvSequence> seq;
   std::vector<int32_t> tokens;  // the prompt, then each generated token once it is evaluated
   int64_t prompt_len = 0;
-  std::vector<float> logits;             // [n_vocab], the last position's
+  std::span<float> logits;               // [n_vocab], the last position's (a LogitsRows row)
   int32_t next_input = -1;               // token to feed in the next decode step
   std::vector<int64_t> snapshot_points;  // prompt positions still ahead, ascending
   size_t next_point = 0;
@@ -61,6 +61,30 @@ GenerationResult cancelled_in_queue(const Pending& p) {
   return r;
 }
 
+// The running requests' last-position logits, one row per running-state slot (a running
+// sequence holds its slot for life, so rows are never shared), page-locked once through the
+// backend so each step's logits copies run at full speed instead of through a bounce buffer.
+class LogitsRows {
+ public:
+  LogitsRows(Backend& backend, int64_t rows, int64_t n_vocab)
+      : backend_(backend),
+        n_vocab_(static_cast<size_t>(n_vocab)),
+        data_(static_cast<size_t>(rows) * n_vocab_) {
+    backend_.pin_host(data_.data(), data_.size() * sizeof(float));
+  }
+  ~LogitsRows() { backend_.unpin_host(data_.data()); }
+  LogitsRows(const LogitsRows&) = delete;
+  LogitsRows& operator=(const LogitsRows&) = delete;
+  std::span<float> row(int32_t slot) {
+    return std::span<float>(data_).subspan(static_cast<size_t>(slot) * n_vocab_, n_vocab_);
+  }
+
+ private:
+  Backend& backend_;
+  size_t n_vocab_;
+  std::vector<float> data_;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -71,6 +95,7 @@ struct Engine::Impl {
   std::unique_ptr<KvPagePool> pool;
   std::unique_ptr<RecurrentStateSlots> running_slots, snapshot_slots;
   std::unique_ptr<engine::PrefixCache> cache;
+  std::unique_ptr<LogitsRows> logits_rows;  // rows indexed by running_slots' slots
 
   mutable std::mutex mutex;
   std::condition_variable wake;
@@ -105,6 +130,8 @@ struct Engine::Impl {
     pool = std::make_unique<KvPagePool>(backend, layout, options.kv_type, plan.kv_pages);
     running_slots = std::make_unique<RecurrentStateSlots>(backend, layout, options.max_sequences);
     snapshot_slots = std::make_unique<RecurrentStateSlots>(backend, layout, plan.snapshot_slots);
+    logits_rows =
+        std::make_unique<LogitsRows>(backend, options.max_sequences, model.info().n_vocab);
     if (options.prefix_cache) cache = std::make_unique<engine::PrefixCache>(*pool, *snapshot_slots);
     stats.kv_pages_total = pool->total();
     stats.state_snapshot_slots = snapshot_slots->total();
@@ -247,7 +274,7 @@ struct Engine::Impl {
     a->tokens = std::move(a->p.request.prompt);
     a->tokens.reserve(static_cast<size_t>(capacity));
     a->prompt_len = n;
-    a->logits.resize(static_cast<size_t>(model.info().n_vocab));
+    a->logits = logits_rows->row(a->seq->state_slot());
     a->snapshot_points = snapshot_points(a->p.request, n, hit.tokens);
     a->block_keys = std::move(hit.keys);
     a->p.sampler->accept(a->tokens);  // the prompt counts for the repeat window
@@ -329,7 +356,7 @@ struct Engine::Impl {
       batch.push_back(
           {a->seq.get(),
            std::span<const int32_t>(a->tokens.data() + start, static_cast<size_t>(chunk)), false,
-           completes ? std::span<float>(a->logits) : std::span<float>()});
+           completes ? a->logits : std::span<float>()});
       batch_owner.push_back(a.get());
       budget -= chunk;
       prompt_tokens += chunk;

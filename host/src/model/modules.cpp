@@ -68,13 +68,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.matmul(w_z, x, T, z);
   be.matmul(w_alpha, x, T, alpha);
   be.matmul(w_beta, x, T, beta);
-  for (const SequenceSlice& sl : slices) {
-    be.conv1d_silu(qkv + sl.row * channels, sl.T, channels, conv_kernel, conv_weight.data(),
-                   sl.conv_state, conv + sl.row * channels);
-    be.gated_delta_rule(conv + sl.row * channels, alpha + sl.row * shape.n_v_heads,
-                        beta + sl.row * shape.n_v_heads, a_neg.data(), dt_bias.data(), sl.T, shape,
-                        sl.recurrent_state, core + sl.row * value_dim);
-  }
+  be.conv1d_silu_seqs(slices, qkv, channels, conv_kernel, conv_weight.data(), conv);
+  be.gated_delta_rule_seqs(slices, conv, alpha, beta, a_neg.data(), dt_bias.data(), shape, core);
   be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
   be.matmul(w_out, core, T, out);
 }

@@ -286,6 +286,84 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaDeltaRule,
                                            Backend::DeltaRuleShape{2, 4, 32, 16},
                                            Backend::DeltaRuleShape{2, 2, 48, 24}));
 
+// A decode-and-prefill batch through the several-sequence ops: each sequence's rows, conv
+// state and delta-rule state end as the CPU's per-sequence ops leave them. 70 sequences, so
+// the CUDA side needs two launch tables.
+TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
+  const Backend::DeltaRuleShape sh{2, 4, 32, 16};
+  const int64_t K = 4, channels = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+  const int64_t state_size = sh.n_v_heads * sh.dv * sh.dk, conv_size = (K - 1) * channels;
+  const std::vector<float> weight = random(static_cast<size_t>(channels * K));
+  const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+  const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+  std::vector<int64_t> lengths(70, 1);
+  lengths[3] = 5;  // prefill chunks between decode rows, one shorter than the conv history
+  lengths[40] = 2;
+  lengths[69] = 9;
+  int64_t rows = 0;
+  for (int64_t T : lengths) rows += T;
+  std::vector<float> conv_states = random(static_cast<size_t>(70 * conv_size));
+  std::vector<float> states = random(static_cast<size_t>(70 * state_size), -0.5f, 0.5f);
+  auto conv_d = to_gpu(conv_states), state_d = to_gpu(states);
+  std::vector<SequenceSlice> cpu_seqs, gpu_seqs;
+  int64_t row = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const auto c = static_cast<int64_t>(i) * conv_size, st = static_cast<int64_t>(i) * state_size;
+    cpu_seqs.push_back({row, lengths[i], 0, conv_states.data() + c, states.data() + st});
+    gpu_seqs.push_back({row, lengths[i], 0, conv_d->data() + c, state_d->data() + st});
+    row += lengths[i];
+  }
+  const std::vector<float> x = random(static_cast<size_t>(rows * channels), -2.f, 2.f);
+  const std::vector<float> alpha = random(static_cast<size_t>(rows * sh.n_v_heads), -3.f, 3.f);
+  const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+  std::vector<float> conv_out(x.size()), want(static_cast<size_t>(rows * sh.n_v_heads * sh.dv));
+  for (const SequenceSlice& sl : cpu_seqs) {  // the reference: one sequence at a time
+    cpu_->conv1d_silu(x.data() + sl.row * channels, sl.T, channels, K, weight.data(), sl.conv_state,
+                      conv_out.data() + sl.row * channels);
+    cpu_->gated_delta_rule(conv_out.data() + sl.row * channels,
+                           alpha.data() + sl.row * sh.n_v_heads,
+                           beta.data() + sl.row * sh.n_v_heads, a_neg.data(), dt_bias.data(), sl.T,
+                           sh, sl.recurrent_state, want.data() + sl.row * sh.n_v_heads * sh.dv);
+  }
+  auto xd = to_gpu(x), ad = to_gpu(alpha), bd = to_gpu(beta);
+  auto cd = gpu_->alloc(x.size()), od = gpu_->alloc(want.size());
+  gpu_->conv1d_silu_seqs(gpu_seqs, xd->data(), channels, K, weight.data(), cd->data());
+  gpu_->gated_delta_rule_seqs(gpu_seqs, cd->data(), ad->data(), bd->data(), a_neg.data(),
+                              dt_bias.data(), sh, od->data());
+  expect_close(conv_out, from_gpu(cd->data(), conv_out.size()), "conv1d over sequences");
+  expect_close(conv_states, from_gpu(conv_d->data(), conv_states.size()), "conv states");
+  expect_close(want, from_gpu(od->data(), want.size()), "delta rule over sequences");
+  expect_close(states, from_gpu(state_d->data(), states.size()), "delta-rule states");
+}
+
+TEST_F(CudaOps, AddRmsNormEqualsAddThenNorm) {
+  const int64_t rows = 5, n = 1000;
+  const std::vector<float> weight = random(static_cast<size_t>(n), 0.5f, 1.5f);
+  std::vector<float> x = random(static_cast<size_t>(rows * n), -3.f, 3.f);
+  const std::vector<float> y = random(x.size(), -3.f, 3.f);
+  std::vector<float> out(x.size());
+  auto xd = to_gpu(x), yd = to_gpu(y);
+  auto od = gpu_->alloc(x.size());
+  cpu_->add_rms_norm(x.data(), y.data(), rows, n, weight.data(), 1e-6f, out.data());
+  gpu_->add_rms_norm(xd->data(), yd->data(), rows, n, weight.data(), 1e-6f, od->data());
+  expect_close(x, from_gpu(xd->data(), x.size()), "residual sum", 0.0);
+  expect_close(out, from_gpu(od->data(), out.size()), "norm of the sum");
+}
+
+TEST_F(CudaOps, DownloadRowsToScatteredHostArrays) {
+  const std::vector<float> src = random(5 * 7);
+  auto sd = to_gpu(src);
+  std::vector<std::vector<float>> dst(5, std::vector<float>(7, 0.f));
+  std::vector<float> pinned(7, 0.f);
+  gpu_->pin_host(pinned.data(), pinned.size() * sizeof(float));
+  std::vector<float*> targets = {dst[3].data(), dst[0].data(), pinned.data(), dst[4].data(),
+                                 dst[1].data()};
+  gpu_->download_rows(targets, sd->data(), 7);
+  gpu_->unpin_host(pinned.data());
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = 0; j < 7; ++j) EXPECT_EQ(targets[i][j], src[i * 7 + j]) << i << "," << j;
+}
+
 TEST_F(CudaOps, GatedRmsNormInPlace) {
   for (int64_t dv : {16, 128}) {
     const int64_t rows = 6;

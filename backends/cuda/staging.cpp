@@ -1,0 +1,79 @@
+#include "cuda/staging.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "hostlm/error.h"
+
+namespace hostlm::cuda {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+}  // namespace
+
+Staging::~Staging() {
+  restart();
+  if (event_) cudaEventDestroy(event_);
+  cudaFreeHost(host_);
+  cudaFree(device_);
+}
+
+void Staging::grow(size_t bytes, cudaStream_t stream, bool capturing) {
+  if (capturing) {
+    retired_.emplace_back(host_, device_);  // earlier copies of this capture read them
+  } else {
+    check(cudaStreamSynchronize(stream), "staging growth");
+    cudaFreeHost(host_);
+    cudaFree(device_);
+  }
+  host_ = nullptr;
+  device_ = nullptr;
+  capacity_ = std::max<size_t>({bytes, 2 * capacity_, 4096});
+  used_ = 0;
+  check(cudaMallocHost(reinterpret_cast<void**>(&host_), capacity_), "pinned staging buffer");
+  check(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_), "device staging buffer");
+}
+
+void* Staging::upload(const void* src, size_t n, cudaStream_t stream, bool capturing) {
+  if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "staging event");
+  const size_t need = align16(std::max<size_t>(n, 1));
+  size_t offset = 0;
+  if (capturing) {
+    if (used_ + need > capacity_) grow(used_ + need, stream, true);
+    offset = used_;
+    used_ += need;
+  } else {
+    if (need > capacity_)
+      grow(need, stream, false);
+    else
+      check(cudaEventSynchronize(event_), "staging reuse");
+    used_ = 0;
+  }
+  std::memcpy(host_ + offset, src, n);
+  check(cudaMemcpyAsync(device_ + offset, host_ + offset, n, cudaMemcpyHostToDevice, stream),
+        "staging upload");
+  if (!capturing) check(cudaEventRecord(event_, stream), "staging event");
+  return device_ + offset;
+}
+
+void Staging::restart() {
+  used_ = 0;
+  for (auto& [host, device] : retired_) {
+    cudaFreeHost(host);
+    cudaFree(device);
+  }
+  retired_.clear();
+}
+
+void Staging::launched(cudaStream_t stream) {
+  if (event_) check(cudaEventRecord(event_, stream), "staging event");
+}
+
+}  // namespace hostlm::cuda

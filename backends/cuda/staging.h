@@ -1,0 +1,41 @@
+// Pinned host memory and a device buffer for the small uploads of every forward pass (token
+// ids, positions, page tables): the host writes the pinned copy, an async copy moves it.
+//
+// Live, one region is rewritten per upload once the previous copy has read it (an event).
+// While a step is captured into a CUDA graph (CudaBackend::begin_step) the copies run only
+// when the graph does, so each upload of the step takes a region of its own, nothing is
+// rewritten before the graph has run, and buffers outgrown meanwhile are kept until then.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace hostlm::cuda {
+
+class Staging {
+ public:
+  Staging() = default;
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  ~Staging();
+
+  // Copies n bytes of src to the device in stream order; returns their device address.
+  void* upload(const void* src, size_t n, cudaStream_t stream, bool capturing);
+  // The stream is idle: regions start over and outgrown buffers are freed.
+  void restart();
+  // A graph that read this staging was launched on `stream`: live uploads wait for it.
+  void launched(cudaStream_t stream);
+
+ private:
+  void grow(size_t bytes, cudaStream_t stream, bool capturing);
+
+  char* host_ = nullptr;
+  char* device_ = nullptr;
+  size_t capacity_ = 0, used_ = 0;
+  cudaEvent_t event_ = nullptr;
+  std::vector<std::pair<char*, char*>> retired_;  // (host, device) kept for a running graph
+};
+
+}  // namespace hostlm::cuda

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/quants/quant_kernels.h"
@@ -35,7 +36,10 @@ void free_device(void*& p) {
 }  // namespace
 
 QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc)
-    : stream_(stream), cublas_(cublas), alloc_(alloc) {}
+    : stream_(stream), cublas_(cublas), alloc_(alloc) {
+  if (const char* env = std::getenv("HOSTLM_CUDA_GEMV_TOKENS"))
+    gemv_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
+}
 
 QuantMatmul::~QuantMatmul() {
   for (void* p : weights_) cudaFree(p);
@@ -123,7 +127,7 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
 
 void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   if (T <= 0 || w.rows == 0) return;
-  if (T <= kGemvTokens) {
+  if (T <= gemv_tokens_) {
     for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens) {
       const int64_t tc = std::min(kQuantGemvMaxTokens, T - t0);
       check(gemv_quant(w.type, w.data, w.rows, w.cols, x + t0 * w.cols, tc, y + t0 * w.rows,

@@ -40,6 +40,7 @@ class QuantMatmul {
   // Up to this many tokens the GEMV runs in chunks of 8 (kQuantGemvMaxTokens): each chunk
   // reads the quantized weights once, which costs less than expanding them to half (~8x
   // the bytes, read and written) for cuBLAS. Above it, the dequantize + GEMM path.
+  // HOSTLM_CUDA_GEMV_TOKENS=N overrides it, for measuring where the crossover lies.
   static constexpr int64_t kGemvTokens = 32;
   // Tokens per prefill GEMM: longer batches are multiplied in chunks of this many.
   static constexpr int64_t kPrefillTokens = 1024;
@@ -51,6 +52,7 @@ class QuantMatmul {
 
   cudaStream_t stream_;
   cublasHandle_t cublas_;
+  int64_t gemv_tokens_ = kGemvTokens;
   AllocFn alloc_;
   std::vector<void*> weights_;
   uint8_t* staging_ = nullptr;  // pinned host memory for uploads

@@ -24,8 +24,8 @@
 #include "cuda/kernels.h"
 #include "cuda/op_profile.h"
 #include "cuda/paged_batch.h"
-#include "cuda/staging.h"
 #include "cuda/quants/quant_matmul.h"
+#include "cuda/staging.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
@@ -118,8 +118,8 @@ class IntStaging {
                         bool capturing) {
     if (reuse_same && device_ && n == last_.size() && std::equal(src, src + n, last_.begin()))
       return device_;
-    device_ = static_cast<const int32_t*>(
-        staging_.upload(src, n * sizeof(int32_t), stream, capturing));
+    device_ =
+        static_cast<const int32_t*>(staging_.upload(src, n * sizeof(int32_t), stream, capturing));
     last_.assign(src, src + n);
     return device_;
   }
@@ -206,9 +206,9 @@ class CudaBackend final : public Backend {
   void download_rows(std::span<float* const> dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("download");
     for (size_t i = 0; i < dst.size(); ++i)
-      check(cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost,
-                            stream_),
-            "download");
+      check(
+          cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "download");
     check(cudaStreamSynchronize(stream_), "download");
   }
   void pin_host(void* host, size_t bytes) override {
@@ -294,7 +294,8 @@ class CudaBackend final : public Backend {
         throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
                     std::to_string(table.rows - 1) + ")");
     if (T == 0) return;
-    const int32_t* device_tokens = tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, capturing_);
+    const int32_t* device_tokens =
+        tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, capturing_);
     if (quants::QuantMatmul::supports(table.type))
       return quant_->embed(table, device_tokens, T, out);
     check(cuda::embed(table.type, table.data, table.row_bytes, table.cols, device_tokens, T, out,
@@ -490,8 +491,8 @@ class CudaBackend final : public Backend {
     if (floats > attention_scratch_floats_) {
       replace_scratch(attention_scratch_, "attention scratch growth");
       attention_scratch_ = nullptr;
-      attention_scratch_ = static_cast<float*>(
-          device_alloc(floats * sizeof(float), "the attention scratch"));
+      attention_scratch_ =
+          static_cast<float*>(device_alloc(floats * sizeof(float), "the attention scratch"));
       attention_scratch_floats_ = floats;
     }
     return attention_scratch_;

@@ -225,6 +225,16 @@ class CudaBackend final : public Backend {
   // the previous step's executable graph is updated in place when the shapes allow, which
   // costs far less per kernel than launching it. The first step runs live so that one-time
   // uploads (norm weights, scratch sizes) are done before any capture.
+  bool device_memory(size_t& used, size_t& total) override {
+    size_t free_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    used = total - free_bytes;
+    return true;
+  }
+
   void begin_step() override {
     if (!graphs_ || capturing_) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here

@@ -286,6 +286,14 @@ void add_bench_command(CLI::App& app) {
     };
     using Clock = std::chrono::steady_clock;
 
+    // The device's memory in use at its fullest (a test's sequence still alive), where the
+    // backend has a device of its own: for comparing with other engines' VRAM figures.
+    size_t device_used_peak = 0, device_total = 0;
+    auto sample_device_memory = [&] {
+      size_t used = 0;
+      if (loaded.backend().device_memory(used, device_total))
+        device_used_peak = std::max(device_used_peak, used);
+    };
     std::vector<Result> results;
     for (int t : threads) {
       loaded.backend().set_threads(t);
@@ -298,13 +306,17 @@ void add_bench_command(CLI::App& app) {
           const std::vector<int32_t> prompt = random_tokens(n_prompt);
           const auto t0 = Clock::now();
           model.eval(*seq, prompt, false, logits);
-          return n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
+          const double rate = n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
+          sample_device_memory();
+          return rate;
         }
         const std::vector<int32_t> gen = random_tokens(n_gen);
         const auto t0 = Clock::now();
         for (int i = 0; i < n_gen; ++i)
           model.eval(*seq, std::span<const int32_t>(&gen[i], 1), false, logits);
-        return n_gen / std::chrono::duration<double>(Clock::now() - t0).count();
+        const double rate = n_gen / std::chrono::duration<double>(Clock::now() - t0).count();
+        sample_device_memory();
+        return rate;
       };
       for (int depth : depths) {
         auto bench = [&](int n_prompt, int n_gen) {
@@ -343,6 +355,10 @@ void add_bench_command(CLI::App& app) {
                        {"avg_ts", r.mean()},
                        {"stddev_ts", r.stddev()},
                        {"samples_ts", r.rates}});
+        if (device_total > 0) {
+          out.back()["device_memory_used_peak"] = device_used_peak;
+          out.back()["device_memory_total"] = device_total;
+        }
       }
       write_stdout(out.dump(2) + "\n");
       return;
@@ -355,6 +371,14 @@ void add_bench_command(CLI::App& app) {
                     summary.name.c_str(), static_cast<double>(summary.bytes) / 1048576.0,
                     static_cast<double>(summary.params) / 1e9, backend.c_str(), r.threads,
                     r.test.c_str(), r.mean(), r.stddev());
+      table += line;
+    }
+    if (device_total > 0) {
+      std::snprintf(line, sizeof line,
+                    "\nGPU memory in use at the fullest: %.0f MiB of %.0f MiB (the whole device, "
+                    "CUDA context included)\n",
+                    static_cast<double>(device_used_peak) / 1048576.0,
+                    static_cast<double>(device_total) / 1048576.0);
       table += line;
     }
     write_stdout(table);

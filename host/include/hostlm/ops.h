@@ -89,6 +89,9 @@ class Backend {
   // page-locked for full-speed copies. Best effort: no-op where it does not apply or fails.
   virtual void pin_host(void* /*host*/, size_t /*bytes*/) {}
   virtual void unpin_host(void* /*host*/) {}
+  // The memory of the device this backend computes on, when it has its own (a GPU): bytes in
+  // use by everything on the device and bytes in all. False for host memory.
+  virtual bool device_memory(size_t& /*used*/, size_t& /*total*/) { return false; }
   // A decode step's ops may be recorded and run as one unit (CUDA graphs: one launch instead
   // of hundreds). Between begin_step and end_step the caller neither downloads nor uploads
   // through upload(); end_step runs what was recorded; abort_step drops it after an error.

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/conv1d.h"
 #include "cpu/delta_rule.h"
 #include "cpu/dot.h"
 #include "cpu/paged_kv.h"
@@ -230,32 +231,25 @@ class CpuBackend final : public Backend {
 
   void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
                    float* conv_state, float* out) override {
-    const int64_t hist = K - 1;
-    // Input at time index s (negative: from the state, which holds times -hist..-1).
-    auto input = [&](int64_t s, int64_t c) {
-      return s < 0 ? conv_state[(hist + s) * channels + c] : x[s * channels + c];
-    };
-    pool_->parallel_for(channels, 64, [&](int64_t c0, int64_t c1) {
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t c = c0; c < c1; ++c) {
-          float s = 0.f;
-          for (int64_t r = 0; r < K; ++r) s += weight[c * K + r] * input(t - hist + r, c);
-          out[t * channels + c] = silu(s);
-        }
-    });
-    // New state: the last `hist` inputs, oldest first.
-    if (T >= hist) {
-      std::memcpy(conv_state, x + (T - hist) * channels, sizeof(float) * hist * channels);
-    } else {
-      std::memmove(conv_state, conv_state + T * channels, sizeof(float) * (hist - T) * channels);
-      std::memcpy(conv_state + (hist - T) * channels, x, sizeof(float) * T * channels);
-    }
+    cpu::conv1d_silu(*pool_, {x, T, channels, K, weight, conv_state, out});
+  }
+
+  void conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x, int64_t channels,
+                        int64_t K, const float* weight, float* out) override {
+    cpu::conv1d_silu_seqs(*pool_, seqs, x, channels, K, weight, out);
   }
 
   void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
                         const float* a_neg, const float* dt_bias, int64_t T,
                         const DeltaRuleShape& sh, float* state, float* out) override {
     cpu::gated_delta_rule(*pool_, {qkv, alpha, beta_raw, a_neg, dt_bias, T, sh, state, out});
+  }
+
+  void gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
+                             const float* alpha, const float* beta_raw, const float* a_neg,
+                             const float* dt_bias, const DeltaRuleShape& shape,
+                             float* out) override {
+    cpu::gated_delta_rule_seqs(*pool_, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, shape, out);
   }
 
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,

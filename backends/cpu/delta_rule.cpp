@@ -196,4 +196,29 @@ void gated_delta_rule(ThreadPool& pool, const DeltaRuleArgs& args) {
                     [&](int64_t j0, int64_t j1) { gated_delta_rule_heads(args, j0, j1, isa); });
 }
 
+void gated_delta_rule_seqs(ThreadPool& pool, std::span<const SequenceSlice> seqs, const float* qkv,
+                           const float* alpha, const float* beta_raw, const float* a_neg,
+                           const float* dt_bias, const Backend::DeltaRuleShape& shape, float* out) {
+  const DeltaIsa isa = delta_rule_isa(shape);
+  const int64_t heads = shape.n_v_heads, row = dims_of(shape).row;
+  pool.parallel_for(static_cast<int64_t>(seqs.size()) * heads, 1, [&](int64_t i0, int64_t i1) {
+    // Consecutive heads of one sequence in one call, as gated_delta_rule would run them.
+    for (int64_t i = i0; i < i1;) {
+      const SequenceSlice& sl = seqs[static_cast<size_t>(i / heads)];
+      const int64_t j0 = i % heads, j1 = std::min(heads, j0 + (i1 - i));
+      const DeltaRuleArgs args{qkv + sl.row * row,
+                               alpha + sl.row * heads,
+                               beta_raw + sl.row * heads,
+                               a_neg,
+                               dt_bias,
+                               sl.T,
+                               shape,
+                               sl.recurrent_state,
+                               out + sl.row * heads * shape.dv};
+      gated_delta_rule_heads(args, j0, j1, isa);
+      i += j1 - j0;
+    }
+  });
+}
+
 }  // namespace hostlm::cpu

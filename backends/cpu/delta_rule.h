@@ -21,6 +21,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "cpu/thread_pool.h"
 #include "hostlm/ops.h"
@@ -56,6 +57,14 @@ void gated_delta_rule_heads(const DeltaRuleArgs& args, int64_t j0, int64_t j1, D
 
 // All heads, spread over the pool, with delta_rule_isa().
 void gated_delta_rule(ThreadPool& pool, const DeltaRuleArgs& args);
+
+// Several sequences (rows [row, row + T) of qkv, alpha, beta_raw and out are seqs[i]'s, its
+// state recurrent_state): one pool dispatch over (sequence x value head), so a decode batch
+// of many one-token sequences keeps every thread busy. Same bits as gated_delta_rule per
+// sequence: a head's arithmetic does not depend on which call or thread runs it.
+void gated_delta_rule_seqs(ThreadPool& pool, std::span<const SequenceSlice> seqs, const float* qkv,
+                           const float* alpha, const float* beta_raw, const float* a_neg,
+                           const float* dt_bias, const Backend::DeltaRuleShape& shape, float* out);
 
 // ---- Instruction-set kernels (delta_rule_avx2.cpp, delta_rule_avx512.cpp) ------------------
 

@@ -1,6 +1,7 @@
 #include "cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace hostlm::cpu {
 
@@ -18,6 +19,21 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+template <typename Ready>
+bool ThreadPool::spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+  for (;;) {
+    // The clock is read once every 64 checks; a check is a load and a pause.
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
+
 void ThreadPool::run_pieces() {
   for (;;) {
     const int64_t piece = next_piece_.fetch_add(1);
@@ -31,18 +47,24 @@ void ThreadPool::run_pieces() {
 void ThreadPool::worker_loop(int /*index*/) {
   uint64_t seen = 0;
   for (;;) {
+    spin_until([&] {
+      return stop_.load(std::memory_order_relaxed) ||
+             generation_.load(std::memory_order_relaxed) != seen;
+    });
     {
+      // Taken even when the watch saw the new loop: the job's fields were written under it.
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
     }
     run_pieces();
-    {
-      // Every worker reports every loop, so none can still be inside an old loop when the
-      // next one starts.
+    // Every worker reports every loop, so none can still be inside an old loop when the next
+    // one starts. The last one wakes the caller in case it went to sleep (under the mutex,
+    // so the wake-up cannot fall between the caller's check and its wait).
+    if (finished_.fetch_add(1) + 1 == static_cast<int>(workers_.size())) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (++finished_ == static_cast<int>(workers_.size())) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -67,10 +89,13 @@ void ThreadPool::run(int64_t n, int64_t grain, RangeFn fn) {
     finished_ = 0;
     ++generation_;
   }
-  wake_.notify_all();
+  wake_.notify_all();  // no system call when every worker is still watching
   run_pieces();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_ == static_cast<int>(workers_.size()); });
+  const auto all_done = [&] { return finished_ == static_cast<int>(workers_.size()); };
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, all_done);
+  }
   job_ = nullptr;
 }
 

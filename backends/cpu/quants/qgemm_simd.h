@@ -600,28 +600,31 @@ template <class K, class P>
 void gemm_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, const void* packed,
                  int64_t n_tok, int64_t n_blocks, float* y, size_t y_stride) {
   using Dec = std::conditional_t<std::is_same_v<P, PackedQ8_K>, RowK, Row32>;
-  thread_local std::vector<Dec> dec;
+  thread_local std::vector<Dec> dec_buffer;
   const auto* base = static_cast<const P*>(packed);
   const int64_t n_groups = (n_tok + kPackTokens - 1) / kPackTokens;
   const int64_t chunk =
       std::clamp<int64_t>(static_cast<int64_t>(kL1Slice / (2 * sizeof(P))), 1, n_blocks);
   int64_t tile_rows = static_cast<int64_t>(kL1Slice / (sizeof(Dec) * static_cast<size_t>(chunk)));
   tile_rows = std::min(n_rows, std::max<int64_t>(kPackRows, tile_rows / kPackRows * kPackRows));
-  if (dec.size() < static_cast<size_t>(tile_rows * n_blocks))
-    dec.resize(static_cast<size_t>(tile_rows * n_blocks));
+  if (dec_buffer.size() < static_cast<size_t>(tile_rows * n_blocks))
+    dec_buffer.resize(static_cast<size_t>(tile_rows * n_blocks));
   // The tile's results, token-major, copied to y whole lines at a time at the end of the
   // tile: writing each row quad's results straight into y touches a cache line per token
   // per quad, which evicts y between quads once it outgrows L2.
-  thread_local std::vector<float> tile_y;
-  if (tile_y.size() < static_cast<size_t>(tile_rows * n_tok))
-    tile_y.resize(static_cast<size_t>(tile_rows * n_tok));
+  thread_local std::vector<float> tile_y_buffer;
+  if (tile_y_buffer.size() < static_cast<size_t>(tile_rows * n_tok))
+    tile_y_buffer.resize(static_cast<size_t>(tile_rows * n_tok));
+  // Plain pointers from here on: in a shared library every use of a thread_local is a call
+  // (__tls_get_addr), which inside these loops cost 1-2% of a prompt.
+  Dec* const dec = dec_buffer.data();
+  float* const tile_y = tile_y_buffer.data();
   alignas(32) float out[kPackRows][2][kPackTokens];
   for (int64_t r0 = 0; r0 < n_rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, n_rows - r0);
     for (int64_t r = 0; r < nr; ++r)
       for (int64_t i = 0; i < n_blocks; ++i)
-        decode_row<K>(w + (r0 + r) * row_bytes + i * K::kBytes,
-                      dec[static_cast<size_t>(r * n_blocks + i)]);
+        decode_row<K>(w + (r0 + r) * row_bytes + i * K::kBytes, dec[r * n_blocks + i]);
     for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk) {
       const int64_t nc = std::min(chunk, n_blocks - c0);
       for (int64_t g = 0; g < n_groups; g += 2) {
@@ -629,7 +632,7 @@ void gemm_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, const void*
         const P* p[2] = {base + g * n_blocks + c0, base + (g + ng - 1) * n_blocks + c0};
         for (int64_t r = 0; r < nr; r += kPackRows) {
           const int nrr = static_cast<int>(std::min<int64_t>(kPackRows, nr - r));
-          const Dec* d = dec.data() + r * n_blocks + c0;
+          const Dec* d = dec + r * n_blocks + c0;
           if (ng == 2) {
             packed_rows<K, P, Dec, 2>(d, n_blocks, nc, nrr, p, out);
           } else {
@@ -639,7 +642,7 @@ void gemm_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, const void*
             const int64_t t0 = (g + gg) * kPackTokens;
             const int n_valid = static_cast<int>(std::min<int64_t>(kPackTokens, n_tok - t0));
             for (int rr = 0; rr < nrr; ++rr) {
-              float* yo = tile_y.data() + t0 * nr + r + rr;
+              float* yo = tile_y + t0 * nr + r + rr;
               if (c0 == 0) {
                 for (int t = 0; t < n_valid; ++t) yo[t * nr] = out[rr][gg][t];
               } else {
@@ -651,8 +654,7 @@ void gemm_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, const void*
       }
     }
     for (int64_t t = 0; t < n_tok; ++t)
-      std::memcpy(y + t * y_stride + r0, tile_y.data() + t * nr,
-                  sizeof(float) * static_cast<size_t>(nr));
+      std::memcpy(y + t * y_stride + r0, tile_y + t * nr, sizeof(float) * static_cast<size_t>(nr));
   }
 }
 #define HOSTLM_PACKED32(K) (gemm_packed<K, PackedQ8_0>)

@@ -26,6 +26,7 @@
 #include "cuda/paged_batch.h"
 #include "cuda/quants/quant_matmul.h"
 #include "cuda/staging.h"
+#include "cuda/step_fingerprint.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
@@ -86,6 +87,11 @@ class HostArrayCache {
   ~HostArrayCache() {
     for (auto& [host, entry] : entries_) cudaFree(entry.device);
   }
+  // The device copy, or null when there is none of n floats yet.
+  const float* find(const float* host, size_t n) const {
+    auto it = entries_.find(host);
+    return it != entries_.end() && it->second.n >= n ? it->second.device : nullptr;
+  }
   const float* get(const float* host, size_t n, cudaStream_t stream) {
     auto it = entries_.find(host);
     if (it != entries_.end() && it->second.n >= n) return it->second.device;
@@ -114,15 +120,16 @@ class HostArrayCache {
 // equal to the last one reuses its device copy.
 class IntStaging {
  public:
+  // Null only when replaying and the recorded region cannot be reused (cuda/staging.h).
   const int32_t* upload(const int32_t* src, size_t n, cudaStream_t stream, bool reuse_same,
-                        bool capturing) {
+                        UploadMode mode) {
     if (reuse_same && device_ && n == last_.size() && std::equal(src, src + n, last_.begin()))
       return device_;
-    device_ =
-        static_cast<const int32_t*>(staging_.upload(src, n * sizeof(int32_t), stream, capturing));
+    device_ = static_cast<const int32_t*>(staging_.upload(src, n * sizeof(int32_t), stream, mode));
     last_.assign(src, src + n);
     return device_;
   }
+  uint64_t generation() const { return staging_.generation(); }
   void restart() {
     staging_.restart();
     device_ = nullptr;
@@ -156,6 +163,11 @@ class CudaBackend final : public Backend {
 
   ~CudaBackend() override {
     profile_.reset();  // prints its table, if on, while the stream lives
+    if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats == '1')
+      std::fprintf(stderr, "hostlm cuda graphs: %llu recorded, %llu replayed, %llu missed\n",
+                   static_cast<unsigned long long>(graph_stats_.recorded),
+                   static_cast<unsigned long long>(graph_stats_.replayed),
+                   static_cast<unsigned long long>(graph_stats_.missed));
     abort_step();
     cudaStreamSynchronize(stream_);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
@@ -220,11 +232,6 @@ class CudaBackend final : public Backend {
   void unpin_host(void* host) override {
     if (cudaHostUnregister(host) != cudaSuccess) (void)cudaGetLastError();
   }
-  // A step is captured with the launches it makes and replayed as one graph. Each step is
-  // captured anew (its kernel arguments, grids and uploads change from step to step), and
-  // the previous step's executable graph is updated in place when the shapes allow, which
-  // costs far less per kernel than launching it. The first step runs live so that one-time
-  // uploads (norm weights, scratch sizes) are done before any capture.
   bool device_memory(size_t& used, size_t& total) override {
     size_t free_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
@@ -235,8 +242,19 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  // Decode steps as CUDA graphs. A step is recorded (stream capture) with the launches it
+  // makes, and the next steps replay that graph as long as they would launch the same
+  // kernels with the same arguments (StepFingerprint): per step, only uploaded values change
+  // (token ids, positions, page tables, whose pinned copies the graph's copy nodes read), so
+  // a replay costs the host one pass over the model code and one launch. Attention reads
+  // each sequence's length from the uploaded descriptors and sizes its grid in powers of two
+  // of pages for that reason. A step that differs (another batch, a new page-table size, a
+  // grown buffer) is found out at end_step, which then runs nothing and returns false; the
+  // caller issues the step again and it is recorded anew (cudaGraphExecUpdate in place when
+  // the shapes allow). The first step runs live so that one-time uploads (norm weights,
+  // scratch sizes) are done before any capture.
   void begin_step() override {
-    if (!graphs_ || capturing_) return;
+    if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
     for (void* p : retired_) cudaFree(p);
     retired_.clear();
@@ -247,13 +265,34 @@ class CudaBackend final : public Backend {
       warmed_up_ = true;
       return;
     }
+    step_.reset();
+    replay_failed_ = false;
+    step_generation_ = staging_generation();
+    if (graph_exec_ && recorded_replayable_ && !record_next_ &&
+        step_generation_ == recorded_generation_) {
+      mode_ = UploadMode::replay;
+      return;
+    }
+    record_next_ = false;
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "graph capture");
-    capturing_ = true;
+    mode_ = UploadMode::capture;
   }
 
-  void end_step() override {
-    if (!capturing_) return;
-    capturing_ = false;
+  bool end_step() override {
+    if (mode_ == UploadMode::replay) {
+      mode_ = UploadMode::live;
+      if (replay_failed_ || !(step_ == recorded_)) {
+        ++graph_stats_.missed;
+        record_next_ = true;
+        return false;
+      }
+      check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+      graph_launched();
+      ++graph_stats_.replayed;
+      return true;
+    }
+    if (mode_ != UploadMode::capture) return true;
+    mode_ = UploadMode::live;
     cudaGraph_t graph = nullptr;
     check(cudaStreamEndCapture(stream_, &graph), "graph capture");
     cudaGraphExecUpdateResultInfo info{};
@@ -264,20 +303,28 @@ class CudaBackend final : public Backend {
       const cudaError_t status = cudaGraphInstantiate(&graph_exec_, graph, 0);
       if (status != cudaSuccess) {
         graph_exec_ = nullptr;
+        recorded_replayable_ = false;
         cudaGraphDestroy(graph);
         check(status, "graph instantiation");
       }
     }
     cudaGraphDestroy(graph);
     check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
-    tokens_.launched(stream_);
-    positions_.launched(stream_);
-    paged_.launched(stream_);
+    graph_launched();
+    ++graph_stats_.recorded;
+    // Buffers replaced during the capture are freed once it has run: a replay would read
+    // them, so such a recording is used once.
+    recorded_ = step_;
+    recorded_generation_ = staging_generation();
+    recorded_replayable_ = retired_.empty() && recorded_generation_ == step_generation_;
+    return true;
   }
 
   void abort_step() override {
-    if (!capturing_) return;
-    capturing_ = false;
+    if (mode_ == UploadMode::replay) mode_ = UploadMode::live;
+    if (mode_ != UploadMode::capture) return;
+    mode_ = UploadMode::live;
+    recorded_replayable_ = false;
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
@@ -285,12 +332,14 @@ class CudaBackend final : public Backend {
 
   void fill(float* dst, float value, size_t n) override {
     const auto timed = profile_->scope("fill");
+    if (skip(kFill, dst, value, n)) return;
     check(cuda::fill(dst, value, n, stream_), "fill");
   }
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override {
     const auto timed = profile_->scope("copy_rows");
     if (rows == 0 || n == 0) return;
+    if (skip(kCopyRows, dst, dst_stride, src, src_stride, rows, n)) return;
     check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float),
                             static_cast<size_t>(n) * sizeof(float), static_cast<size_t>(rows),
                             cudaMemcpyDeviceToDevice, stream_),
@@ -305,7 +354,9 @@ class CudaBackend final : public Backend {
                     std::to_string(table.rows - 1) + ")");
     if (T == 0) return;
     const int32_t* device_tokens =
-        tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, capturing_);
+        tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, mode_);
+    if (device_tokens == nullptr) return replay_cannot();
+    if (skip(kEmbed, table.data, table.type, table.cols, T, out, device_tokens)) return;
     if (quants::QuantMatmul::supports(table.type))
       return quant_->embed(table, device_tokens, T, out);
     check(cuda::embed(table.type, table.data, table.row_bytes, table.cols, device_tokens, T, out,
@@ -316,6 +367,13 @@ class CudaBackend final : public Backend {
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
     const auto timed = profile_->scope("matmul");
     if (T <= 0 || w.rows == 0) return;
+    if (skip(kMatmul, w.data, w.type, w.rows, w.cols, x, T, y)) {
+      if (widens(w, T)) {  // the widening scratch must be the recorded one
+        step_.add(dequant_);
+        if (widen_bytes(w) > dequant_bytes_) replay_cannot();
+      }
+      return;
+    }
     if (quants::QuantMatmul::supports(w.type)) return quant_->matmul(w, x, T, y);
     if (T <= kGemvMaxTokens) {
       check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
@@ -328,10 +386,8 @@ class CudaBackend final : public Backend {
       sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, T, y);
       return;
     }
-    const size_t row_f32 = static_cast<size_t>(w.cols) * sizeof(float);
-    const int64_t block_rows = std::clamp<int64_t>(
-        static_cast<int64_t>(kDequantBytes / std::max<size_t>(row_f32, 1)), 1, w.rows);
-    float* scratch = dequant_scratch(static_cast<size_t>(block_rows) * row_f32);
+    const int64_t block_rows = widen_block_rows(w);
+    float* scratch = dequant_scratch(widen_bytes(w));
     for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
       const int64_t rows = std::min(block_rows, w.rows - r0);
       check(rows_to_f32(w.type, static_cast<const uint8_t*>(w.data) + w.row_bytes * r0, w.row_bytes,
@@ -343,20 +399,23 @@ class CudaBackend final : public Backend {
 
   void add(float* x, const float* y, size_t n) override {
     const auto timed = profile_->scope("add");
+    if (skip(kAdd, x, y, n)) return;
     check(cuda::add(x, y, n, stream_), "add");
   }
 
   void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                 int64_t n, const float* weight, float eps) override {
     const auto timed = profile_->scope("rms_norm");
-    const float* w = host_arrays_.get(weight, static_cast<size_t>(n), stream_);
+    const float* w = host_array(weight, static_cast<size_t>(n));
+    if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps)) return;
     check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_), "rms_norm");
   }
 
   void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                     float eps, float* out) override {
     const auto timed = profile_->scope("add_rms_norm");
-    const float* w = host_arrays_.get(weight, static_cast<size_t>(n), stream_);
+    const float* w = host_array(weight, static_cast<size_t>(n));
+    if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out)) return;
     check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_), "add_rms_norm");
   }
 
@@ -366,7 +425,10 @@ class CudaBackend final : public Backend {
     if (T == 0) return;
     // The q and k rotations of a layer, and every attention layer of a batch, share positions.
     const int32_t* device_positions =
-        positions_.upload(positions, static_cast<size_t>(T), stream_, true, capturing_);
+        positions_.upload(positions, static_cast<size_t>(T), stream_, true, mode_);
+    if (device_positions == nullptr) return replay_cannot();
+    if (skip(kRope, x, token_stride, T, n_heads, head_stride, rot_dims, device_positions, theta))
+      return;
     check(cuda::rope_neox(x, token_stride, T, n_heads, head_stride, rot_dims, device_positions,
                           theta, stream_),
           "rope_neox");
@@ -375,7 +437,10 @@ class CudaBackend final : public Backend {
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
     const auto timed = profile_->scope("kv_store");
     if (seqs.empty()) return;
-    check(cuda::kv_store(paged_.upload(seqs, stream_, capturing_), k, v, stream_), "kv_store");
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
+    if (batch.descs == nullptr) return replay_cannot();
+    if (skip_paged(kKvStore, batch, k, v)) return;
+    check(cuda::kv_store(batch, k, v, stream_), "kv_store");
   }
 
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
@@ -385,19 +450,29 @@ class CudaBackend final : public Backend {
     if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
       throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
                   ", not " + std::to_string(seqs[0].kv.head_dim));
-    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, capturing_);
-    float* scratch = attention_scratch(cuda::paged_attention_scratch(batch, n_head));
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
+    if (batch.descs == nullptr) return replay_cannot();
+    const size_t scratch_floats = cuda::paged_attention_scratch(batch, n_head);
+    if (mode_ == UploadMode::replay && scratch_floats > attention_scratch_floats_)
+      return replay_cannot();
+    float* scratch =
+        mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
+    if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
+                   cuda::flash_prefill_rows(batch, n_head)))
+      return;
     check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
           "paged_attention");
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
+    if (skip(kMulSigmoid, x, gate, gate_stride, T, n)) return;
     check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_), "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {
     const auto timed = profile_->scope("swiglu");
+    if (skip(kSwiglu, gate, up, out, n)) return;
     check(cuda::swiglu(gate, up, out, n, stream_), "swiglu");
   }
 
@@ -413,8 +488,9 @@ class CudaBackend final : public Backend {
     if (K > kConvMaxKernel)
       throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
                   " taps, not " + std::to_string(K));
-    const float* w = host_arrays_.get(weight, static_cast<size_t>(channels * K), stream_);
+    const float* w = host_array(weight, static_cast<size_t>(channels * K));
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t max_T) {
+      if (skip_group(kConv, group, max_T, x, channels, K, w, out)) return;
       check(cuda::conv1d_silu(group, max_T, x, channels, K, w, out, stream_), "conv1d_silu");
     });
   }
@@ -433,9 +509,12 @@ class CudaBackend final : public Backend {
     if (sh.dk > kDeltaRuleMaxDk)
       throw Error("CUDA gated delta rule supports key heads up to " +
                   std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
-    const float* a = host_arrays_.get(a_neg, static_cast<size_t>(sh.n_v_heads), stream_);
-    const float* dt = host_arrays_.get(dt_bias, static_cast<size_t>(sh.n_v_heads), stream_);
+    const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
+    const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+      if (skip_group(kDeltaRule, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                     sh.dk, sh.dv, out))
+        return;
       check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
                                    sh.dk, sh.dv, out, stream_),
             "gated_delta_rule");
@@ -445,11 +524,98 @@ class CudaBackend final : public Backend {
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
                       float eps, float* out) override {
     const auto timed = profile_->scope("gated_rms_norm");
-    const float* w = host_arrays_.get(weight, static_cast<size_t>(dv), stream_);
+    const float* w = host_array(weight, static_cast<size_t>(dv));
+    if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out)) return;
     check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_), "gated_rms_norm");
   }
 
  private:
+  // Op kinds in a step's fingerprint.
+  enum OpKind {
+    kFill = 1,
+    kCopyRows,
+    kEmbed,
+    kMatmul,
+    kAdd,
+    kRmsNorm,
+    kAddRmsNorm,
+    kRope,
+    kKvStore,
+    kAttention,
+    kMulSigmoid,
+    kSwiglu,
+    kConv,
+    kDeltaRule,
+    kGatedRmsNorm
+  };
+
+  // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
+  // must not launch because the step is a replay.
+  template <typename... Args>
+  bool skip(OpKind kind, const Args&... args) {
+    if (mode_ == UploadMode::live) return false;
+    step_.op(kind, args...);
+    return mode_ == UploadMode::replay;
+  }
+  // The same for the paged-KV ops, with the batch's launch arguments (its longest context
+  // only through the grid, which the scratch size stands for).
+  template <typename... Args>
+  bool skip_paged(OpKind kind, const cuda::PagedBatch& b, const Args&... args) {
+    if (mode_ == UploadMode::live) return false;
+    step_.op(kind, args...);
+    step_.add(b.type);
+    for (int64_t v : {b.n_head_kv, b.head_dim, b.n_seq, b.rows, b.min_t, b.max_t}) step_.add(v);
+    for (size_t v : {b.page_bytes, b.row_bytes}) step_.add(v);
+    for (const void* p : {static_cast<const void*>(b.k), static_cast<const void*>(b.v),
+                          static_cast<const void*>(b.descs), static_cast<const void*>(b.row_to_seq),
+                          static_cast<const void*>(b.pages)})
+      step_.add(p);
+    step_.add(b.aligned16);
+    return mode_ == UploadMode::replay;
+  }
+  // The same for the recurrent ops, with the sequence table they take by value.
+  template <typename... Args>
+  bool skip_group(OpKind kind, const cuda::RecurrentSeqs& g, const Args&... args) {
+    if (mode_ == UploadMode::live) return false;
+    step_.op(kind, args...);
+    step_.add(g.n);
+    for (int i = 0; i < g.n; ++i) {
+      step_.add(g.T[i]);
+      step_.add(g.row[i]);
+      step_.add(g.conv_state[i]);
+      step_.add(g.state[i]);
+    }
+    return mode_ == UploadMode::replay;
+  }
+  // A replayed step found it cannot match its recording (end_step reports it).
+  void replay_cannot() { replay_failed_ = true; }
+  const float* host_array(const float* host, size_t n) {
+    if (mode_ != UploadMode::replay) return host_arrays_.get(host, n, stream_);
+    const float* device = host_arrays_.find(host, n);
+    if (device == nullptr) replay_cannot();
+    return device;
+  }
+  uint64_t staging_generation() const {
+    return tokens_.generation() + positions_.generation() + paged_.generation();
+  }
+  void graph_launched() {
+    tokens_.launched(stream_);
+    positions_.launched(stream_);
+    paged_.launched(stream_);
+  }
+  // 16-bit weights multiplied with cuBLAS go through float32 row blocks in dequant_.
+  bool widens(const Weight& w, int64_t T) const {
+    return !quants::QuantMatmul::supports(w.type) && T > kGemvMaxTokens && w.type != DType::F32;
+  }
+  static int64_t widen_block_rows(const Weight& w) {
+    const size_t row_f32 = static_cast<size_t>(w.cols) * sizeof(float);
+    return std::clamp<int64_t>(static_cast<int64_t>(kDequantBytes / std::max<size_t>(row_f32, 1)),
+                               1, w.rows);
+  }
+  static size_t widen_bytes(const Weight& w) {
+    return static_cast<size_t>(widen_block_rows(w)) * static_cast<size_t>(w.cols) * sizeof(float);
+  }
+
   // Calls fn(table, largest T) for the sequences in groups of one launch's table size.
   template <typename Fn>
   static void for_each_group(std::span<const SequenceSlice> seqs, Fn&& fn) {
@@ -489,7 +655,7 @@ class CudaBackend final : public Backend {
   // Frees a scratch buffer that is being replaced: now when live, after the graph when
   // capturing (earlier nodes of the capture still use it).
   void replace_scratch(void* old, const char* what) {
-    if (capturing_) {
+    if (mode_ == UploadMode::capture) {
       retired_.push_back(old);
       return;
     }
@@ -533,8 +699,17 @@ class CudaBackend final : public Backend {
   std::unique_ptr<quants::QuantMatmul> quant_;  // quantized weights and their scratch
   std::unique_ptr<OpProfile> profile_;
   // Decode steps as CUDA graphs (begin_step): on unless HOSTLM_CUDA_GRAPHS=0 or profiling.
-  bool graphs_ = true, warmed_up_ = false, capturing_ = false;
+  bool graphs_ = true, warmed_up_ = false;
+  UploadMode mode_ = UploadMode::live;  // recording or replaying a step, or neither
   cudaGraphExec_t graph_exec_ = nullptr;
+  StepFingerprint step_, recorded_;  // this step's ops; those of the recorded graph
+  uint64_t step_generation_ = 0, recorded_generation_ = 0;  // staging_generation() then
+  bool recorded_replayable_ = false;
+  bool record_next_ = false;    // the last replay did not match: record the next step
+  bool replay_failed_ = false;  // this replayed step cannot match (a buffer would grow)
+  struct {
+    uint64_t recorded = 0, replayed = 0, missed = 0;
+  } graph_stats_;               // printed at exit with HOSTLM_CUDA_GRAPH_STATS=1
   std::vector<void*> retired_;  // scratch replaced during a capture, freed after the graph
 };
 

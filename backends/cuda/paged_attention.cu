@@ -177,8 +177,7 @@ __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t 
 template <typename Load, int kGroup, int kLaneDims>
 __global__ void __launch_bounds__(kSplitThreads)
     paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
-                                 float scale, int splits, int64_t keys_per_split, float* scratch,
-                                 float* out) {
+                                 float scale, int splits, float* scratch, float* out) {
   __shared__ float sm_max[kSplitWarps][kGroup], sm_sum[kSplitWarps][kGroup];
   __shared__ float sm_acc[kSplitWarps][kGroup][kLaneDims * 32];
   const int64_t r = blockIdx.x;
@@ -189,6 +188,11 @@ __global__ void __launch_bounds__(kSplitThreads)
   const PagedSeqDesc desc = b.descs[s];
   const int64_t hd = b.head_dim;
   const int64_t visible = desc.n_past + (r - desc.row) + 1;
+  // Each sequence's own keys are cut into `splits` runs of whole pages, computed here from
+  // its length on the device, so the launch's arguments do not change as the context grows
+  // (a recorded decode step replays unchanged; see CudaBackend::begin_step).
+  const int64_t seq_pages = (desc.n_past + desc.T + kPage - 1) / kPage;
+  const int64_t keys_per_split = (seq_pages + splits - 1) / splits * kPage;
   const int64_t first = split * keys_per_split;
   const int64_t end = min(visible, first + keys_per_split);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -313,7 +317,9 @@ bool split_kernel_fits(const PagedBatch& b, int64_t n_head) {
          (group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8);
 }
 
-// Splits of the keys: enough blocks to fill the GPU twice over, at least two pages each.
+// Splits of the keys: enough blocks to fill the GPU twice over, about two pages each. The
+// longest context counts in powers of two of pages, so the count, the grid and the scratch
+// size change only at those lengths and decode steps in between launch identically.
 int split_count(const PagedBatch& b) {
   static const int sms = [] {
     int device = 0, n = 0;
@@ -323,29 +329,29 @@ int split_count(const PagedBatch& b) {
   }();
   const int64_t blocks = b.rows * b.n_head_kv;
   const int64_t pages = (b.max_kv + kPage - 1) / kPage;
+  int64_t bucket = 1;
+  while (bucket < pages) bucket *= 2;
   const int64_t want = (2 * sms + blocks - 1) / blocks;
-  return static_cast<int>(std::max<int64_t>(1, std::min(want, pages / 2)));
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, bucket / 2)));
 }
 
 template <typename Load, int kGroup>
 void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
                   int splits, float* scratch, float* out, cudaStream_t stream) {
-  const int64_t pages = (b.max_kv + kPage - 1) / kPage;
-  const int64_t keys_per_split = (pages + splits - 1) / splits * kPage;
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
                   static_cast<unsigned>(splits));
   switch (lane_dims(b.head_dim)) {
     case 2:
-      paged_attention_split_kernel<Load, kGroup, 2><<<grid, kSplitThreads, 0, stream>>>(
-          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+      paged_attention_split_kernel<Load, kGroup, 2>
+          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
       break;
     case 4:
-      paged_attention_split_kernel<Load, kGroup, 4><<<grid, kSplitThreads, 0, stream>>>(
-          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+      paged_attention_split_kernel<Load, kGroup, 4>
+          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
       break;
     default:
-      paged_attention_split_kernel<Load, kGroup, 8><<<grid, kSplitThreads, 0, stream>>>(
-          b, q, q_stride, n_head, scale, splits, keys_per_split, scratch, out);
+      paged_attention_split_kernel<Load, kGroup, 8>
+          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
   }
 }
 

@@ -37,7 +37,7 @@ void PagedBatchUpload::restart() {
 void PagedBatchUpload::launched(cudaStream_t stream) { staging_.launched(stream); }
 
 PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStream_t stream,
-                                    bool capturing) {
+                                    UploadMode mode) {
   PagedBatch b{};
   if (seqs.empty()) return b;
   const KvPages& first = seqs[0].kv;
@@ -64,10 +64,13 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
       b.aligned16 = false;
     n_pages += (s.n_past + s.T + kKvPageTokens - 1) / kKvPageTokens;
   }
-  // The blob: descriptors, then row_to_seq, then the page tables.
+  // The blob: descriptors, then row_to_seq, then the page tables (zero-padded).
+  int64_t table_entries = 16;
+  while (table_entries < n_pages) table_entries *= 2;
   const size_t descs_bytes = sizeof(PagedSeqDesc) * seqs.size();
   const size_t rows_bytes = align8(sizeof(int32_t) * static_cast<size_t>(b.rows));
-  const size_t total = descs_bytes + rows_bytes + sizeof(int32_t) * static_cast<size_t>(n_pages);
+  const size_t total =
+      descs_bytes + rows_bytes + sizeof(int32_t) * static_cast<size_t>(table_entries);
   blob_.assign(total, 0);
   auto* descs = reinterpret_cast<PagedSeqDesc*>(blob_.data());
   auto* row_to_seq = reinterpret_cast<int32_t*>(blob_.data() + descs_bytes);
@@ -87,8 +90,12 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
     offset += static_cast<int32_t>(n);
   }
   if (blob_ != last_) {
-    device_ = static_cast<char*>(staging_.upload(blob_.data(), total, stream, capturing));
+    device_ = static_cast<char*>(staging_.upload(blob_.data(), total, stream, mode));
     last_ = blob_;
+    if (device_ == nullptr) {  // a replay that must be recorded again
+      last_.clear();
+      return b;
+    }
   }
   b.descs = reinterpret_cast<const PagedSeqDesc*>(device_);
   b.row_to_seq = reinterpret_cast<const int32_t*>(device_ + descs_bytes);

@@ -20,9 +20,12 @@ class PagedBatchUpload {
   PagedBatchUpload() = default;
   PagedBatchUpload(const PagedBatchUpload&) = delete;
   PagedBatchUpload& operator=(const PagedBatchUpload&) = delete;
-  // Throws hostlm::Error when the sequences differ in page type or shape. `capturing`: the
-  // stream is being captured into a graph (see cuda/staging.h).
-  PagedBatch upload(std::span<const PagedSequence> seqs, cudaStream_t stream, bool capturing);
+  // Throws hostlm::Error when the sequences differ in page type or shape. `mode`: see
+  // cuda/staging.h; a replay that cannot reuse the recorded region gives null descs. The page
+  // tables take a power-of-two number of entries, so the layout, and with it a recorded
+  // step, stays the same while contexts grow within that size.
+  PagedBatch upload(std::span<const PagedSequence> seqs, cudaStream_t stream, UploadMode mode);
+  uint64_t generation() const { return staging_.generation(); }
   void restart();                      // the stream is idle
   void launched(cudaStream_t stream);  // a graph that read the uploads was launched
 

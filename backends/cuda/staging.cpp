@@ -35,16 +35,24 @@ void Staging::grow(size_t bytes, cudaStream_t stream, bool capturing) {
   }
   host_ = nullptr;
   device_ = nullptr;
+  ++generation_;
   capacity_ = std::max<size_t>({bytes, 2 * capacity_, 4096});
   used_ = 0;
   check(cudaMallocHost(reinterpret_cast<void**>(&host_), capacity_), "pinned staging buffer");
   check(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_), "device staging buffer");
 }
 
-void* Staging::upload(const void* src, size_t n, cudaStream_t stream, bool capturing) {
+void* Staging::upload(const void* src, size_t n, cudaStream_t stream, UploadMode mode) {
   if (!event_) check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "staging event");
   const size_t need = align16(std::max<size_t>(n, 1));
   size_t offset = 0;
+  const bool capturing = mode == UploadMode::capture;
+  if (mode == UploadMode::replay) {
+    if (used_ + need > capacity_) return nullptr;
+    std::memcpy(host_ + used_, src, n);
+    used_ += need;
+    return device_ + used_ - need;
+  }
   if (capturing) {
     if (used_ + need > capacity_) grow(used_ + need, stream, true);
     offset = used_;

@@ -5,14 +5,19 @@
 // While a step is captured into a CUDA graph (CudaBackend::begin_step) the copies run only
 // when the graph does, so each upload of the step takes a region of its own, nothing is
 // rewritten before the graph has run, and buffers outgrown meanwhile are kept until then.
+// When a recorded step is replayed, its uploads take the same regions in the same order and
+// only the pinned copies are written: the graph's copy nodes read them when it runs.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace hostlm::cuda {
+
+enum class UploadMode { live, capture, replay };
 
 class Staging {
  public:
@@ -22,7 +27,11 @@ class Staging {
   ~Staging();
 
   // Copies n bytes of src to the device in stream order; returns their device address.
-  void* upload(const void* src, size_t n, cudaStream_t stream, bool capturing);
+  // Replaying, only writes the pinned copy; returns null when the region the recording used
+  // cannot be the same one (the buffer would have to grow).
+  void* upload(const void* src, size_t n, cudaStream_t stream, UploadMode mode);
+  // Counts the buffer replacements: a recording is replayable only while this is unchanged.
+  uint64_t generation() const { return generation_; }
   // The stream is idle: regions start over and outgrown buffers are freed.
   void restart();
   // A graph that read this staging was launched on `stream`: live uploads wait for it.
@@ -34,6 +43,7 @@ class Staging {
   char* host_ = nullptr;
   char* device_ = nullptr;
   size_t capacity_ = 0, used_ = 0;
+  uint64_t generation_ = 0;
   cudaEvent_t event_ = nullptr;
   std::vector<std::pair<char*, char*>> retired_;  // (host, device) kept for a running graph
 };

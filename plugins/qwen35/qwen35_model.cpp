@@ -219,23 +219,34 @@ class Qwen35Model final : public Model {
       static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
     // A decode step (one token per sequence, last-position logits) is launch-bound: it may
     // run as one recorded unit (Backend::begin_step), ended before the logits download.
-    graph_step_ = std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
+    const bool decode = std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
       return item.tokens.size() == 1 && !item.all_logits;
     });
-    if (graph_step_) backend_.begin_step();
-    try {
-      forward_and_project(items, total);
-    } catch (...) {
-      if (graph_step_) backend_.abort_step();
-      graph_step_ = false;
-      throw;
+    // A backend replaying its last recorded step may find at end_step that this step differs
+    // and ran nothing (Backend::end_step); the second pass is recorded afresh and runs.
+    for (int pass = 0;; ++pass) {
+      graph_step_ = decode;
+      if (graph_step_) backend_.begin_step();
+      bool ran = false;
+      try {
+        ran = forward_and_project(items, total);
+      } catch (...) {
+        if (graph_step_) backend_.abort_step();
+        graph_step_ = false;
+        throw;
+      }
+      if (ran) break;
+      if (pass > 0) throw Error("the backend ran no recorded step twice in a row");
     }
+    for (const BatchItem& item : items)
+      static_cast<KvSequence&>(*item.seq).advance(static_cast<int64_t>(item.tokens.size()));
   }
 
  private:
   static constexpr int64_t kLogitRows = 16, kMaxLogitRows = 64;
 
-  void forward_and_project(std::span<const BatchItem> items, int64_t total) {
+  // False when the backend ran nothing (a replay that did not match; see eval_batch).
+  bool forward_and_project(std::span<const BatchItem> items, int64_t total) {
     forward_batch(items, total);
     // Items that want every position's logits project their rows as they lie; the others'
     // last rows are gathered and projected together, so a decode step of N sequences reads
@@ -255,13 +266,13 @@ class Qwen35Model final : public Model {
       }
       row += T;
     }
-    project_gathered_logits();
-    end_graph_step();
+    return project_gathered_logits() && end_graph_step();
   }
 
-  void end_graph_step() {
-    if (graph_step_) backend_.end_step();
+  bool end_graph_step() {
+    if (!graph_step_) return true;
     graph_step_ = false;
+    return backend_.end_step();
   }
 
   // Runs the gathered rows through the trunk; leaves the final hidden states in hidden_.
@@ -316,8 +327,6 @@ class Qwen35Model final : public Model {
         backend_.add_rms_norm(h, m, T, H, next.weight.data(), next.eps, a);
       }
     }
-    for (const BatchItem& item : items)
-      static_cast<KvSequence&>(*item.seq).advance(static_cast<int64_t>(item.tokens.size()));
   }
 
   // The sequence as this model's paged kind, or an error naming the mix-up.
@@ -343,7 +352,7 @@ class Qwen35Model final : public Model {
   // Logits of the rows in logit_rows_ into the host arrays logit_dst_: runs of consecutive
   // rows are copied together (a decode step is one run), normed, projected and downloaded
   // logit_capacity_ rows at a time.
-  void project_gathered_logits() {
+  bool project_gathered_logits() {
     const int64_t H = weights_.config().hidden, V = info_.n_vocab;
     const auto n = static_cast<int64_t>(logit_rows_.size());
     float* gathered = mixed_->data();  // free once the trunk is done
@@ -357,11 +366,13 @@ class Qwen35Model final : public Model {
       const int64_t rows = std::min(logit_capacity_, n - first);
       output_norm_.forward(backend_, gathered + first * H, normed_->data(), rows);
       backend_.matmul(output_, normed_->data(), rows, logits_->data());
-      end_graph_step();  // the recorded step runs before its logits come back
+      // The recorded step runs before its logits come back.
+      if (!end_graph_step()) return false;
       backend_.download_rows(std::span<float* const>(logit_dst_)
                                  .subspan(static_cast<size_t>(first), static_cast<size_t>(rows)),
                              logits_->data(), static_cast<size_t>(V));
     }
+    return true;
   }
 
   Backend& backend_;

@@ -95,9 +95,14 @@ class Backend {
   // A decode step's ops may be recorded and run as one unit (CUDA graphs: one launch instead
   // of hundreds). Between begin_step and end_step the caller neither downloads nor uploads
   // through upload(); end_step runs what was recorded; abort_step drops it after an error.
-  // No-ops by default: ops run as they are called.
+  // A backend may also replay the previous step's recording when the new step issues the
+  // same ops on the same buffers (only uploaded values differ): then the ops between
+  // begin_step and end_step do not run one by one, and when the step turns out to differ,
+  // end_step runs nothing and returns false. The caller must then issue the step's ops again
+  // (begin_step, ops, end_step), which runs them. Host state the step changes must therefore
+  // change only after end_step returned true. No-ops by default: ops run as they are called.
   virtual void begin_step() {}
-  virtual void end_step() {}
+  virtual bool end_step() { return true; }
   virtual void abort_step() {}
   // Copies `rows` rows of `n` floats between strided layouts (strides in floats).
   virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,

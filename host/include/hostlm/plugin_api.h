@@ -16,7 +16,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 4
+#define HOSTLM_PLUGIN_ABI_VERSION 5
 
 namespace hostlm {
 

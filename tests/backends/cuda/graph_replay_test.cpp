@@ -1,0 +1,108 @@
+// Decode steps replayed from one recorded CUDA graph (CudaBackend::begin_step) must give the
+// logits of the same steps launched op by op, while sequences join and leave the batch,
+// cross page boundaries and grow their attention grids; and most steps must be replays.
+// Skipped where no GPU can be used.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cuda_test_support.h"
+#include "hostlm/model_loader.h"
+#include "plugins/qwen35/reference_data.h"
+
+namespace hostlm {
+namespace {
+
+constexpr int kSequences = 3;
+constexpr int kSteps = 150;
+constexpr int64_t kCapacity = 512;
+
+ModelLoadOptions on_cuda() {
+  ModelLoadOptions o;
+  o.backend = "cuda";
+  return o;
+}
+
+// Every step's logits, sequence after sequence, for a fixed schedule of tokens: sequence 1
+// sits out steps 40-59, so the batch changes shape twice.
+std::vector<float> run_schedule(Model& model, int64_t vocab) {
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<float> prompt_logits(static_cast<size_t>(vocab));
+  for (int i = 0; i < kSequences; ++i) {
+    seqs.push_back(model.new_sequence(kCapacity));
+    std::vector<int32_t> prompt(static_cast<size_t>(5 + 7 * i));
+    for (size_t t = 0; t < prompt.size(); ++t)
+      prompt[t] = static_cast<int32_t>((t * 13 + static_cast<size_t>(i) * 7) % vocab);
+    model.eval(*seqs.back(), prompt, false, prompt_logits);
+  }
+  std::vector<float> all;
+  std::vector<std::vector<float>> logits(kSequences, std::vector<float>(vocab));
+  std::vector<int32_t> tokens(kSequences);
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<Model::BatchItem> items;
+    for (int i = 0; i < kSequences; ++i) {
+      if (i == 1 && step >= 40 && step < 60) continue;
+      tokens[i] = static_cast<int32_t>((step * 31 + i * 17) % vocab);
+      Model::BatchItem item;
+      item.seq = seqs[i].get();
+      item.tokens = std::span<const int32_t>(&tokens[i], 1);
+      item.logits = logits[i];
+      items.push_back(item);
+    }
+    model.eval_batch(items);
+    for (const Model::BatchItem& item : items)
+      all.insert(all.end(), item.logits.begin(), item.logits.end());
+  }
+  return all;
+}
+
+TEST(CudaGraphReplay, ReplayedDecodeStepsMatchLiveLaunches) {
+  std::string why;
+  if (!testing::cuda_backend_or_reason(why)) GTEST_SKIP() << "no usable CUDA backend: " << why;
+  const testing::ReferenceModel ref = testing::load_reference("tiny-untied-bf16");
+  PluginRegistry registry;
+
+  setenv("HOSTLM_CUDA_GRAPHS", "0", 1);
+  std::vector<float> want;
+  {
+    LoadedModel live(registry, ref.folder, on_cuda());
+    want = run_schedule(live.model(), ref.vocab);
+  }
+  unsetenv("HOSTLM_CUDA_GRAPHS");
+
+  setenv("HOSTLM_CUDA_GRAPH_STATS", "1", 1);
+  auto graphs = std::make_unique<LoadedModel>(registry, ref.folder, on_cuda());
+  const std::vector<float> got = run_schedule(graphs->model(), ref.vocab);
+  ::testing::internal::CaptureStderr();
+  graphs.reset();  // prints the graph counts
+  const std::string stats = ::testing::internal::GetCapturedStderr();
+  unsetenv("HOSTLM_CUDA_GRAPH_STATS");
+
+  ASSERT_EQ(want.size(), got.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(want[i] - got[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+  }
+  EXPECT_LE(worst, 1e-6 * scale) << "max |graph - live| = " << worst;
+
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      stats, m, std::regex(R"((\d+) recorded, (\d+) replayed, (\d+) missed)")))
+      << stats;
+  const int recorded = std::stoi(m[1]), replayed = std::stoi(m[2]), missed = std::stoi(m[3]);
+  // A recording per batch shape and per power of two of pages; everything else replays.
+  EXPECT_GE(replayed, kSteps - 20) << stats;
+  EXPECT_LE(recorded, 20) << stats;
+  EXPECT_EQ(recorded + replayed, kSteps - 1) << stats;  // the first step runs live
+  EXPECT_LE(missed, recorded) << stats;
+}
+
+}  // namespace
+}  // namespace hostlm

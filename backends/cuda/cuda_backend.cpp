@@ -8,6 +8,10 @@
 // as long as a backend serves the model that owns those arrays, which is how LoadedModel
 // pairs them. Token ids and positions change every call: they go through a pinned staging
 // buffer into a device buffer that only grows, so steady-state decode allocates nothing.
+//
+// Decode matmuls that read the same input in a row (q, k, v; gate and up) quantize it once
+// (QuantMatmul::forget_acts): every op other than a quantized matmul may write device memory,
+// so each one tells QuantMatmul to forget the input it quantized last.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -157,6 +161,8 @@ class CudaBackend final : public Backend {
     profile_ = std::make_unique<OpProfile>(stream_);
     const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
+    if (const char* parts = std::getenv("HOSTLM_CUDA_BF16_PARTS"))
+      bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
     graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
               !(profiling && *profiling && std::strcmp(profiling, "0") != 0);
   }
@@ -206,6 +212,7 @@ class CudaBackend final : public Backend {
   }
   void upload(float* dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("upload");
+    quant_->forget_acts();
     // From pageable memory the copy has read `src` by the time it returns.
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_), "upload");
   }
@@ -254,6 +261,7 @@ class CudaBackend final : public Backend {
   // the shapes allow). The first step runs live so that one-time uploads (norm weights,
   // scratch sizes) are done before any capture.
   void begin_step() override {
+    quant_->forget_acts();  // a replay runs no op, so none of them keeps this up to date
     if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
     for (void* p : retired_) cudaFree(p);
@@ -279,6 +287,7 @@ class CudaBackend final : public Backend {
   }
 
   bool end_step() override {
+    quant_->forget_acts();
     if (mode_ == UploadMode::replay) {
       mode_ = UploadMode::live;
       if (replay_failed_ || !(step_ == recorded_)) {
@@ -321,6 +330,7 @@ class CudaBackend final : public Backend {
   }
 
   void abort_step() override {
+    quant_->forget_acts();
     if (mode_ == UploadMode::replay) mode_ = UploadMode::live;
     if (mode_ != UploadMode::capture) return;
     mode_ = UploadMode::live;
@@ -332,12 +342,14 @@ class CudaBackend final : public Backend {
 
   void fill(float* dst, float value, size_t n) override {
     const auto timed = profile_->scope("fill");
+    quant_->forget_acts();
     if (skip(kFill, dst, value, n)) return;
     check(cuda::fill(dst, value, n, stream_), "fill");
   }
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override {
     const auto timed = profile_->scope("copy_rows");
+    quant_->forget_acts();
     if (rows == 0 || n == 0) return;
     if (skip(kCopyRows, dst, dst_stride, src, src_stride, rows, n)) return;
     check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float),
@@ -348,6 +360,7 @@ class CudaBackend final : public Backend {
 
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
     const auto timed = profile_->scope("embed");
+    quant_->forget_acts();
     for (int64_t t = 0; t < T; ++t)
       if (tokens[t] < 0 || tokens[t] >= table.rows)
         throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
@@ -370,24 +383,27 @@ class CudaBackend final : public Backend {
     if (skip(kMatmul, w.data, w.type, w.rows, w.cols, x, T, y)) {
       if (widens(w, T)) {  // the widening scratch must be the recorded one
         step_.add(dequant_);
-        if (widen_bytes(w) > dequant_bytes_) replay_cannot();
+        if (widen_bytes(w, T) > dequant_bytes_) replay_cannot();
       }
       return;
     }
     if (quants::QuantMatmul::supports(w.type)) return quant_->matmul(w, x, T, y);
+    quant_->forget_acts();
     if (T <= kGemvMaxTokens) {
       check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
       return;
     }
-    // Prefill: cuBLAS float32 GEMM, exact float32 like the CPU. 16-bit weights are widened to
-    // float32 in row blocks first: cuBLAS has no 16-bit x float32 product, and rounding the
-    // activations to 16 bits would cost more accuracy than the tests allow.
+    // Prefill: cuBLAS float32 GEMM, exact float32 like the CPU. BF16 weights stay BF16 on
+    // tensor cores, the activations as a sum of BF16 parts (bf16_split.cu). F16 weights are
+    // widened to float32 in row blocks first: cuBLAS has no 16-bit x float32 product, and
+    // rounding the activations to 16 bits would cost more accuracy than the tests allow.
     if (w.type == DType::F32) {
       sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, T, y);
       return;
     }
+    if (w.type == DType::BF16) return bf16_gemm(w, x, T, y);
     const int64_t block_rows = widen_block_rows(w);
-    float* scratch = dequant_scratch(widen_bytes(w));
+    float* scratch = dequant_scratch(widen_bytes(w, T));
     for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
       const int64_t rows = std::min(block_rows, w.rows - r0);
       check(rows_to_f32(w.type, static_cast<const uint8_t*>(w.data) + w.row_bytes * r0, w.row_bytes,
@@ -399,6 +415,7 @@ class CudaBackend final : public Backend {
 
   void add(float* x, const float* y, size_t n) override {
     const auto timed = profile_->scope("add");
+    quant_->forget_acts();
     if (skip(kAdd, x, y, n)) return;
     check(cuda::add(x, y, n, stream_), "add");
   }
@@ -406,6 +423,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                 int64_t n, const float* weight, float eps) override {
     const auto timed = profile_->scope("rms_norm");
+    quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
     if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps)) return;
     check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_), "rms_norm");
@@ -414,6 +432,7 @@ class CudaBackend final : public Backend {
   void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                     float eps, float* out) override {
     const auto timed = profile_->scope("add_rms_norm");
+    quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
     if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out)) return;
     check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_), "add_rms_norm");
@@ -422,6 +441,7 @@ class CudaBackend final : public Backend {
   void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
                  int64_t rot_dims, const int32_t* positions, double theta) override {
     const auto timed = profile_->scope("rope");
+    quant_->forget_acts();
     if (T == 0) return;
     // The q and k rotations of a layer, and every attention layer of a batch, share positions.
     const int32_t* device_positions =
@@ -436,6 +456,7 @@ class CudaBackend final : public Backend {
 
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
     const auto timed = profile_->scope("kv_store");
+    quant_->forget_acts();
     if (seqs.empty()) return;
     const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
     if (batch.descs == nullptr) return replay_cannot();
@@ -446,6 +467,7 @@ class CudaBackend final : public Backend {
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
     const auto timed = profile_->scope("paged_attention");
+    quant_->forget_acts();
     if (seqs.empty()) return;
     if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
       throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
@@ -466,12 +488,14 @@ class CudaBackend final : public Backend {
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
+    quant_->forget_acts();
     if (skip(kMulSigmoid, x, gate, gate_stride, T, n)) return;
     check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_), "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {
     const auto timed = profile_->scope("swiglu");
+    quant_->forget_acts();
     if (skip(kSwiglu, gate, up, out, n)) return;
     check(cuda::swiglu(gate, up, out, n, stream_), "swiglu");
   }
@@ -485,6 +509,7 @@ class CudaBackend final : public Backend {
   void conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x, int64_t channels,
                         int64_t K, const float* weight, float* out) override {
     const auto timed = profile_->scope("conv1d_silu");
+    quant_->forget_acts();
     if (K > kConvMaxKernel)
       throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
                   " taps, not " + std::to_string(K));
@@ -506,6 +531,7 @@ class CudaBackend final : public Backend {
                              const float* alpha, const float* beta_raw, const float* a_neg,
                              const float* dt_bias, const DeltaRuleShape& sh, float* out) override {
     const auto timed = profile_->scope("gated_delta_rule");
+    quant_->forget_acts();
     if (sh.dk > kDeltaRuleMaxDk)
       throw Error("CUDA gated delta rule supports key heads up to " +
                   std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
@@ -524,6 +550,7 @@ class CudaBackend final : public Backend {
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
                       float eps, float* out) override {
     const auto timed = profile_->scope("gated_rms_norm");
+    quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(dv));
     if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out)) return;
     check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_), "gated_rms_norm");
@@ -603,7 +630,8 @@ class CudaBackend final : public Backend {
     positions_.launched(stream_);
     paged_.launched(stream_);
   }
-  // 16-bit weights multiplied with cuBLAS go through float32 row blocks in dequant_.
+  // 16-bit weights multiplied with cuBLAS use dequant_: F16 for float32 row blocks, BF16 for
+  // the activations' BF16 parts.
   bool widens(const Weight& w, int64_t T) const {
     return !quants::QuantMatmul::supports(w.type) && T > kGemvMaxTokens && w.type != DType::F32;
   }
@@ -612,8 +640,37 @@ class CudaBackend final : public Backend {
     return std::clamp<int64_t>(static_cast<int64_t>(kDequantBytes / std::max<size_t>(row_f32, 1)),
                                1, w.rows);
   }
-  static size_t widen_bytes(const Weight& w) {
+  // Tokens per BF16 product: their parts fill at most kDequantBytes.
+  int64_t bf16_chunk_tokens(const Weight& w, int64_t T) const {
+    const size_t token_bytes = static_cast<size_t>(bf16_parts_ * w.cols) * 2;
+    return std::clamp<int64_t>(
+        static_cast<int64_t>(kDequantBytes / std::max<size_t>(token_bytes, 1)), 1, T);
+  }
+  size_t widen_bytes(const Weight& w, int64_t T) const {
+    if (w.type == DType::BF16)
+      return static_cast<size_t>(bf16_chunk_tokens(w, T) * bf16_parts_ * w.cols) * 2;
     return static_cast<size_t>(widen_block_rows(w)) * static_cast<size_t>(w.cols) * sizeof(float);
+  }
+
+  // y[T, rows] = x * W^T for BF16 W: one tensor-core product per BF16 part of x, summed by
+  // cuBLAS (beta = 1 after the first) in float32.
+  void bf16_gemm(const Weight& w, const float* x, int64_t T, float* y) {
+    const int64_t chunk = bf16_chunk_tokens(w, T);
+    auto* parts = reinterpret_cast<uint16_t*>(dequant_scratch(widen_bytes(w, T)));
+    const float one = 1.f, zero = 0.f;
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+      const int64_t tc = std::min(chunk, T - t0);
+      const size_t n = static_cast<size_t>(tc * w.cols);
+      check(split_bf16(x + t0 * w.cols, n, bf16_parts_, parts, stream_), "matmul (bf16 parts)");
+      for (int p = 0; p < bf16_parts_; ++p)
+        check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),
+                           static_cast<int>(tc), static_cast<int>(w.cols), &one, w.data,
+                           CUDA_R_16BF, static_cast<int>(w.cols), parts + p * n, CUDA_R_16BF,
+                           static_cast<int>(w.cols), p == 0 ? &zero : &one, y + t0 * w.rows,
+                           CUDA_R_32F, static_cast<int>(w.rows), CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
+              "matmul (cublasGemmEx, bf16)");
+    }
   }
 
   // Calls fn(table, largest T) for the sequences in groups of one launch's table size.
@@ -696,6 +753,10 @@ class CudaBackend final : public Backend {
   size_t attention_scratch_floats_ = 0;
   float* dequant_ = nullptr;
   size_t dequant_bytes_ = 0;
+  // BF16 parts of the activations in BF16 prefill products (HOSTLM_CUDA_BF16_PARTS=1..3).
+  // Three carry float32's whole mantissa; two are faster but already miss
+  // the transformers tolerance of the tiny BF16 model (1.9e-4 of the logit spread, not 1e-4).
+  int bf16_parts_ = 3;
   std::unique_ptr<quants::QuantMatmul> quant_;  // quantized weights and their scratch
   std::unique_ptr<OpProfile> profile_;
   // Decode steps as CUDA graphs (begin_step): on unless HOSTLM_CUDA_GRAPHS=0 or profiling.

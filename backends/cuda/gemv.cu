@@ -1,9 +1,10 @@
 // Matrix-vector products for decode: y[T, rows] = x[T, cols] * W^T with T <= 8, reading each
 // weight row once for all T tokens, in its stored type, with float32 accumulation.
 //
-// One warp per output row. The fast path needs cols % 8 == 0 and 16-byte aligned rows and
-// activations: each lane then loads 8 weights (16 or 32 bytes) and 8 activations per step.
+// One warp per two or four output rows. The fast path needs cols % 8 == 0 and 16-byte aligned rows
+// and activations: each lane then loads 8 weights (16 or 32 bytes) and 8 activations per step.
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 #include "kernels.h"
@@ -53,45 +54,66 @@ struct Load8<BF16Elem> {
   }
 };
 
-template <typename Elem, bool kVector>
+// kRows rows per warp share each activation load (the vector path's activations cost twice
+// the bytes of 16-bit weights otherwise); every row's sum runs in the same order whatever
+// kRows is.
+template <typename Elem, bool kVector, int kRows>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x,
                 int T, float* y) {
-  const int64_t r = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
-  if (r >= rows) return;
+  const int64_t r0 = (int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32) * kRows;
+  if (r0 >= rows) return;
   const int lane = threadIdx.x % 32;
-  const void* row = w + row_bytes * static_cast<size_t>(r);
-  float acc[kGemvMaxTokens] = {};
+  const void* row[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)  // a missing last row reads row r0 again and is not stored
+    row[r] = w + row_bytes * static_cast<size_t>(r0 + r < rows ? r0 + r : r0);
+  float acc[kRows][kGemvMaxTokens] = {};
   if constexpr (kVector) {
+#pragma unroll 2
     for (int64_t c = lane * 8; c < cols; c += 32 * 8) {
-      float wv[8];
-      Load8<Elem>::load(row, c, wv);
+      float wv[kRows][8];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) Load8<Elem>::load(row[r], c, wv[r]);
 #pragma unroll
       for (int t = 0; t < kGemvMaxTokens; ++t) {
         if (t < T) {
           const float4* xp = reinterpret_cast<const float4*>(x + t * cols + c);
           const float4 a = xp[0], b = xp[1];
-          acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x +
-                    wv[5] * b.y + wv[6] * b.z + wv[7] * b.w;
+#pragma unroll
+          for (int r = 0; r < kRows; ++r)
+            acc[r][t] += wv[r][0] * a.x + wv[r][1] * a.y + wv[r][2] * a.z + wv[r][3] * a.w +
+                         wv[r][4] * b.x + wv[r][5] * b.y + wv[r][6] * b.z + wv[r][7] * b.w;
         }
       }
     }
   } else {
     for (int64_t c = lane; c < cols; c += 32) {
-      const float wc = Elem::load(row, c);
 #pragma unroll
-      for (int t = 0; t < kGemvMaxTokens; ++t)
-        if (t < T) acc[t] += wc * x[t * cols + c];
+      for (int r = 0; r < kRows; ++r) {
+        const float wc = Elem::load(row[r], c);
+#pragma unroll
+        for (int t = 0; t < kGemvMaxTokens; ++t)
+          if (t < T) acc[r][t] += wc * x[t * cols + c];
+      }
     }
   }
 #pragma unroll
-  for (int t = 0; t < kGemvMaxTokens; ++t) {
-    if (t < T) {
-      const float s = warp_sum(acc[t]);
-      if (lane == 0) y[t * rows + r] = s;
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int t = 0; t < kGemvMaxTokens; ++t) {
+      if (t < T) {
+        const float s = warp_sum(acc[r][t]);
+        if (lane == 0 && r0 + r < rows) y[t * rows + r0 + r] = s;
+      }
     }
   }
 }
+
+// 16-bit rows read half the bytes of their activations: four rows per warp bring the
+// activation loads down to half the weight stream; float32 rows need fewer.
+template <typename Elem>
+constexpr int kRowsPerWarp = std::is_same_v<Elem, F32Elem> ? 2 : 4;
 
 template <typename Elem>
 void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t T,
@@ -99,13 +121,13 @@ void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const f
   const bool vector = cols % 8 == 0 && row_bytes % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
+  const unsigned blocks = blocks_for(rows, kWarpsPerBlock * kRowsPerWarp<Elem>);
   const auto* base = static_cast<const uint8_t*>(w);
   if (vector)
-    gemv_kernel<Elem, true><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(base, row_bytes, rows, cols,
-                                                                        x, static_cast<int>(T), y);
+    gemv_kernel<Elem, true, kRowsPerWarp<Elem>><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+        base, row_bytes, rows, cols, x, static_cast<int>(T), y);
   else
-    gemv_kernel<Elem, false><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+    gemv_kernel<Elem, false, kRowsPerWarp<Elem>><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
         base, row_bytes, rows, cols, x, static_cast<int>(T), y);
 }
 

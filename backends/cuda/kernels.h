@@ -29,6 +29,10 @@ constexpr int64_t kGemvMaxTokens = 8;
 cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                  const float* x, int64_t T, float* y, cudaStream_t stream);
 
+// bf16_split.cu: out[p][i] (parts arrays of n bfloat16, one after another) such that
+// sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.
+cudaError_t split_bf16(const float* x, size_t n, int parts, void* out, cudaStream_t stream);
+
 // norm.cu
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream);
@@ -84,13 +88,20 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
 // every sequence of a supported shape, 0 none; read on every call, so tests can switch it).
 // 64 is one tile of query rows: with fewer, most of a tile would be padding, and the split
 // kernel spreads few rows over the keys of a long context (flash-decoding), which this
-// kernel does not.
+// kernel does only for whole tiles, when it has too few blocks for the GPU.
 constexpr int64_t kFlashPrefillMinRows = 64;
 // That threshold when some sequence of `batch` reaches it and the shape is supported, else 0.
 int64_t flash_prefill_rows(const PagedBatch& batch, int64_t n_head);
+// Splits of the keys flash_prefill uses for `batch` (flash_rows set as paged_attention sets
+// it): a function of the batch's host-side fields and the device only. HOSTLM_CUDA_FLASH_SPLITS
+// = N forces N (at most 16; read on every call), else 1 unless blocks are few and keys many.
+int flash_prefill_splits(const PagedBatch& batch, int64_t n_head);
+// Floats of scratch flash_prefill needs for `batch` (0 when it does not split).
+size_t flash_prefill_scratch(const PagedBatch& batch, int64_t n_head);
 // Attention of the sequences with at least batch.flash_rows new rows; other rows untouched.
+// scratch: flash_prefill_scratch floats (may be null when that is 0).
 cudaError_t flash_prefill(const PagedBatch& batch, const float* q, size_t q_stride, int64_t n_head,
-                          float scale, float* out, cudaStream_t stream);
+                          float scale, float* out, float* scratch, cudaStream_t stream);
 
 // The recurrent (linear-attention) layers of several sequences in one launch: rows
 // [row[i], row[i] + T[i]) of the batch belong to sequence i, whose conv and delta-rule states

@@ -1,43 +1,72 @@
 // RMSNorm (with strided rows, in place allowed) and the gated RMSNorm of Gated DeltaNet.
 // One block per row. The plain norm sums squares in double, as the CPU reference does.
+#include <algorithm>
+
 #include "common.cuh"
 #include "kernels.h"
 
 namespace hostlm::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 128;  // gated norm: rows of one head (128-256 values)
 
-__global__ void rms_norm_kernel(const float* x, size_t x_stride, float* out, size_t out_stride,
-                                int64_t n, const float* weight, float eps) {
-  __shared__ double scratch[kThreads / 32];
-  const float* xr = x + blockIdx.x * x_stride;
-  float* o = out + blockIdx.x * out_stride;
-  double ss = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += double{xr[i]} * xr[i];
-  ss = block_sum(ss, scratch);
-  const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
-  // Each thread rewrites only the elements it read, so out == x is safe.
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+// Plain and residual norms: a row of n values in one block of enough threads that each holds
+// at most kPerThread of them in registers. A decode step has one row per call, so the block's
+// loads must all be in flight at once: with 128 threads looping over a 4,096-wide row, each
+// iteration waited for its own loads and the norm took ~20 us.
+constexpr int kPerThread = 8;
+constexpr int kMaxThreads = 1024;
+
+int norm_threads(int64_t n) {
+  const int64_t want = (n + kPerThread - 1) / kPerThread;
+  return static_cast<int>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
 }
 
-// x += y and the norm of the sum, each thread reading back only what it wrote. The sum of
-// squares runs in the same order as rms_norm_kernel's, so results equal the two ops'.
-__global__ void add_rms_norm_kernel(float* x, const float* y, int64_t n, const float* weight,
-                                    float eps, float* out) {
-  __shared__ double scratch[kThreads / 32];
-  float* xr = x + blockIdx.x * n;
-  const float* yr = y + blockIdx.x * n;
-  float* o = out + blockIdx.x * n;
+// out = rms_norm(x (+ y)) with, for kAdd, x += y written back. Each thread reads, and then
+// rewrites, only its own elements (out == x is safe). The squares are summed in double, per
+// thread in index order and then across the block, the same way for both forms, so the fused
+// form equals add followed by rms_norm.
+template <bool kAdd>
+__global__ void __launch_bounds__(kMaxThreads)
+    norm_kernel(float* x, size_t x_stride, const float* y, float* out, size_t out_stride, int64_t n,
+                const float* weight, float eps) {
+  __shared__ double scratch[kMaxThreads / 32];
+  float* xr = x + blockIdx.x * x_stride;
+  const float* yr = kAdd ? y + blockIdx.x * n : nullptr;
+  float* o = out + blockIdx.x * out_stride;
+  const int64_t step = blockDim.x;
   double ss = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = xr[i] + yr[i];
-    xr[i] = v;
+  if (n <= kPerThread * step) {
+    float v[kPerThread];
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int64_t i = threadIdx.x + k * step;
+      v[k] = i < n ? (kAdd ? xr[i] + yr[i] : xr[i]) : 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) ss += double{v[k]} * v[k];
+    if (kAdd) {
+#pragma unroll
+      for (int k = 0; k < kPerThread; ++k)
+        if (threadIdx.x + k * step < n) xr[threadIdx.x + k * step] = v[k];
+    }
+    ss = block_sum(ss, scratch);
+    const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int64_t i = threadIdx.x + k * step;
+      if (i < n) o[i] = v[k] * inv * weight[i];
+    }
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < n; i += step) {  // rows wider than 8,192
+    const float v = kAdd ? xr[i] + yr[i] : xr[i];
+    if (kAdd) xr[i] = v;
     ss += double{v} * v;
   }
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+  for (int64_t i = threadIdx.x; i < n; i += step) o[i] = xr[i] * inv * weight[i];
 }
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* z, const float* weight,
@@ -59,16 +88,16 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* z, const floa
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, x_stride, out,
-                                                                        out_stride, n, weight, eps);
+  norm_kernel<false><<<static_cast<unsigned>(rows), norm_threads(n), 0, stream>>>(
+      const_cast<float*>(x), x_stride, nullptr, out, out_stride, n, weight, eps);
   return cudaGetLastError();
 }
 
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                          float eps, float* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  add_rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, n, weight, eps,
-                                                                            out);
+  norm_kernel<true><<<static_cast<unsigned>(rows), norm_threads(n), 0, stream>>>(
+      x, static_cast<size_t>(n), y, out, static_cast<size_t>(n), n, weight, eps);
   return cudaGetLastError();
 }
 

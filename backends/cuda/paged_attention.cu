@@ -388,13 +388,18 @@ cudaError_t kv_store(const PagedBatch& b, const float* k, const float* v, cudaSt
   return cudaGetLastError();
 }
 
-size_t paged_attention_scratch(const PagedBatch& b, int64_t n_head) {
-  if (b.rows == 0 || b.n_head_kv <= 0 || n_head % b.n_head_kv != 0 || !split_kernel_fits(b, n_head))
-    return 0;
-  const int64_t flash_rows = flash_prefill_rows(b, n_head);
-  if (flash_rows > 0 && b.min_t >= flash_rows) return 0;  // flash_prefill takes every sequence
+// flash_prefill's partials first, then the split kernel's: both may run in one batch, in
+// disjoint parts of the scratch (paged_attention).
+size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head) {
+  if (batch.rows == 0 || batch.n_head_kv <= 0 || n_head % batch.n_head_kv != 0) return 0;
+  PagedBatch b = batch;
+  b.flash_rows = flash_prefill_rows(b, n_head);
+  const size_t flash = b.flash_rows > 0 ? flash_prefill_scratch(b, n_head) : 0;
+  if (b.flash_rows > 0 && b.min_t >= b.flash_rows) return flash;  // flash takes every sequence
+  if (!split_kernel_fits(b, n_head)) return flash;
   const int splits = split_count(b);
-  return splits == 1 ? 0 : static_cast<size_t>(b.rows * n_head * splits * (b.head_dim + 2));
+  return flash +
+         (splits == 1 ? 0 : static_cast<size_t>(b.rows * n_head * splits * (b.head_dim + 2)));
 }
 
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
@@ -407,8 +412,10 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
   PagedBatch b = batch;
   b.flash_rows = flash_prefill_rows(b, n_head);
   if (b.flash_rows > 0) {
-    const cudaError_t status = flash_prefill(b, q, q_stride, n_head, scale, out, stream);
+    const cudaError_t status = flash_prefill(b, q, q_stride, n_head, scale, out, scratch, stream);
     if (status != cudaSuccess || b.min_t >= b.flash_rows) return status;
+    // The split kernel's partials follow flash_prefill's (paged_attention_scratch).
+    if (scratch != nullptr) scratch += flash_prefill_scratch(b, n_head);
   }
   if (split_kernel_fits(b, n_head)) {
     const int splits = split_count(b);

@@ -239,21 +239,22 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--ttft-new", args->ttft_new, "tokens appended to the cached prefix")
       ->check(CLI::PositiveNumber);
-  CLI::Option* kv_type = cmd->add_option("--kv-type", args->kv_type, "serving mode: KV cache type")
-                             ->check(CLI::IsMember({"f16", "q8_0", "f32"}));
+  cmd->add_option("--kv-type", args->kv_type,
+                  "KV cache type of the full-attention layers (llama-bench's -ctk/-ctv "
+                  "default, f16, unless given)")
+      ->check(CLI::IsMember({"f16", "q8_0", "f32"}));
   CLI::Option* batch =
       cmd->add_option("-b,--batch-size", args->batch,
                       "serving mode: tokens per engine step (default: as hostlm serve)")
           ->check(CLI::PositiveNumber);
-  cmd->callback([args, reps, kv_type, batch] {
+  cmd->callback([args, reps, batch] {
     if (!args->parallel.empty() || !args->format.empty() || args->ttft_prefix > 0) {
       run_serving_modes(*args, reps->count() > 0);
       return;
     }
-    if (kv_type->count() > 0 || batch->count() > 0)
-      throw Error(
-          "--kv-type and -b belong to the serving modes (--parallel, --format, "
-          "--ttft-prefix)");
+    if (batch->count() > 0)
+      throw Error("-b belongs to the serving modes (--parallel, --format, --ttft-prefix)");
+    const DType kv = parse_kv_type(args->kv_type);
     const std::vector<int> prompts = parse_int_list(args->prompt, "-p");
     const std::vector<int> gens = parse_int_list(args->gen, "-n");
     const std::vector<int> depths = parse_int_list(args->depth, "-d");
@@ -299,8 +300,16 @@ void add_bench_command(CLI::App& app) {
       loaded.backend().set_threads(t);
       const int shown_threads =
           t > 0 ? t : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      // Sequences on pages of the chosen type, as the serving engine makes them; a model
+      // without the host's paged cache makes its own.
+      auto new_sequence = [&]() -> std::unique_ptr<Sequence> {
+        const CacheLayout layout = model.cache_layout();
+        if (!layout.empty() && model.backend() != nullptr)
+          return KvSequence::standalone(*model.backend(), layout, max_ctx, kv);
+        return model.new_sequence(max_ctx);
+      };
       auto run = [&](int depth, int n_prompt, int n_gen) {
-        auto seq = model.new_sequence(max_ctx);
+        auto seq = new_sequence();
         if (depth > 0) model.eval(*seq, random_tokens(depth), false, logits);
         if (n_prompt > 0) {
           const std::vector<int32_t> prompt = random_tokens(n_prompt);
@@ -351,6 +360,7 @@ void add_bench_command(CLI::App& app) {
                        {"n_prompt", r.n_prompt},
                        {"n_gen", r.n_gen},
                        {"n_depth", r.depth},
+                       {"kv_type", args->kv_type},
                        {"test", r.test},
                        {"avg_ts", r.mean()},
                        {"stddev_ts", r.stddev()},

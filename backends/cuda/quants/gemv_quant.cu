@@ -104,21 +104,42 @@ size_t quant_acts_bytes(int64_t T, int64_t cols) {
   return n + n / 32 * 4 + n / 16 * 4;
 }
 
+cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_scratch,
+                          cudaStream_t stream) {
+  if (T < 1 || cols % 32 != 0) return cudaErrorInvalidValue;
+  const QuantActs acts = acts_in(acts_scratch, T, cols);
+  const int64_t n_blocks = T * cols / 32;
+  quantize_acts_kernel<<<blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream>>>(
+      x, n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
+      const_cast<float*>(acts.s16));
+  return cudaGetLastError();
+}
+
+cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t cols,
+                                const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
+                                float* y, cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || T < 1 || T > kQuantGemvMaxTokens || t0 < 0 || t0 + T > acts_T ||
+      cols % layout.block_elems != 0)
+    return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const QuantActs all = acts_in(const_cast<void*>(acts_scratch), acts_T, cols);
+  const QuantActs acts{all.q + t0 * cols, all.d + t0 * cols / 32, all.s16 + t0 * cols / 16, cols};
+  const QuantMatrix m = quant_matrix(type, w, rows, cols);
+  with_quant_type(
+      type, [&](auto q) { gemv_for_tokens<decltype(q)>(m, acts, static_cast<int>(T), y, stream); });
+  return cudaGetLastError();
+}
+
 cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, const float* x,
                        int64_t T, float* y, void* acts_scratch, cudaStream_t stream) {
   const SplitLayout layout = split_layout(type);
   if (layout.n_regions == 0 || T < 1 || T > kQuantGemvMaxTokens || cols % layout.block_elems != 0)
     return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
-  const QuantActs acts = acts_in(acts_scratch, T, cols);
-  const int64_t n_blocks = T * cols / 32;
-  quantize_acts_kernel<<<blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream>>>(
-      x, n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
-      const_cast<float*>(acts.s16));
-  const QuantMatrix m = quant_matrix(type, w, rows, cols);
-  with_quant_type(
-      type, [&](auto q) { gemv_for_tokens<decltype(q)>(m, acts, static_cast<int>(T), y, stream); });
-  return cudaGetLastError();
+  const cudaError_t status = quantize_acts(x, T, cols, acts_scratch, stream);
+  if (status != cudaSuccess) return status;
+  return gemv_quantized_acts(type, w, rows, cols, acts_scratch, T, 0, T, y, stream);
 }
 
 }  // namespace hostlm::cuda::quants

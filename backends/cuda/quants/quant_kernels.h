@@ -19,6 +19,14 @@ size_t quant_acts_bytes(int64_t T, int64_t cols);
 constexpr int64_t kQuantGemvMaxTokens = 8;
 cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, const float* x,
                        int64_t T, float* y, void* acts_scratch, cudaStream_t stream);
+// The two halves of gemv_quant, so that matrices reading the same input (q, k and v; gate
+// and up) quantize it once: quantize_acts writes x[T, cols] (any T) into the scratch, and
+// gemv_quantized_acts multiplies tokens [t0, t0 + T) of those acts_T tokens (T <= 8).
+cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_scratch,
+                          cudaStream_t stream);
+cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t cols,
+                                const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
+                                float* y, cudaStream_t stream);
 
 // Rows [row0, row0 + n_rows) of W as IEEE half into out[n_rows, cols] (prefill tiles).
 cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t cols, int64_t row0,

@@ -110,7 +110,8 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
   if (cols > max_cols_) {
     free_device(acts_q_);
     free_device(acts_f16_);
-    acts_q_ = alloc_(quant_acts_bytes(kQuantGemvMaxTokens, cols), "the decode activation scratch");
+    acts_q_ = alloc_(quant_acts_bytes(std::max(kQuantGemvMaxTokens, gemv_tokens_), cols),
+                     "the decode activation scratch");
     acts_f16_ =
         alloc_(static_cast<size_t>(kPrefillTokens * cols) * 2, "the prefill activation scratch");
     max_cols_ = cols;
@@ -128,14 +129,24 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
 void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   if (T <= 0 || w.rows == 0) return;
   if (T <= gemv_tokens_) {
+    if (x != acts_x_ || T != acts_T_ || w.cols != acts_cols_) {
+      check(quantize_acts(x, T, w.cols, acts_q_, stream_), "matmul (quantize activations)");
+      acts_x_ = x;
+      acts_T_ = T;
+      acts_cols_ = w.cols;
+    }
     for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens) {
       const int64_t tc = std::min(kQuantGemvMaxTokens, T - t0);
-      check(gemv_quant(w.type, w.data, w.rows, w.cols, x + t0 * w.cols, tc, y + t0 * w.rows,
-                       acts_q_, stream_),
+      check(gemv_quantized_acts(w.type, w.data, w.rows, w.cols, acts_q_, T, t0, tc, y + t0 * w.rows,
+                                stream_),
             "matmul (quantized gemv)");
     }
+    // The output may overwrite the input that was quantized.
+    const auto* y_end = y + T * w.rows;
+    if (y < x + T * w.cols && x < y_end) forget_acts();
     return;
   }
+  forget_acts();
   prefill(w, x, T, y);
 }
 

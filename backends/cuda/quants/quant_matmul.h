@@ -36,6 +36,9 @@ class QuantMatmul {
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
+  // Decode matmuls of the same input in a row quantize it once: the caller says when device
+  // memory may have changed under the last input (any op other than matmul).
+  void forget_acts() { acts_x_ = nullptr; }
 
   // Up to this many tokens the GEMV runs in chunks of 8 (kQuantGemvMaxTokens): each chunk
   // reads the quantized weights once, which costs less than expanding them to half (~8x
@@ -60,6 +63,9 @@ class QuantMatmul {
   // their per-token scales for prefill, and one half tile of dequantized weights.
   void* acts_q_ = nullptr;
   size_t acts_q_bytes_ = 0;
+  // The input acts_q_ holds, as quantized by the last decode matmul (null: none).
+  const float* acts_x_ = nullptr;
+  int64_t acts_T_ = 0, acts_cols_ = 0;
   void* acts_f16_ = nullptr;
   float* inv_scale_ = nullptr;
   int64_t max_cols_ = 0;

@@ -137,7 +137,20 @@ struct Engine::Impl {
     stats.state_snapshot_slots = snapshot_slots->total();
     batch.reserve(static_cast<size_t>(options.max_sequences));
     batch_owner.reserve(static_cast<size_t>(options.max_sequences));
+    if (options.warm_up && backend.name() != "cpu") warm_up();
     scheduler = std::thread([this] { run(); });
+  }
+
+  // See EngineOptions::warm_up. A prompt of a few pages takes the prefill paths (tensor-core
+  // attention and GEMMs); the decode steps take the recorded one.
+  void warm_up() {
+    const int64_t prompt = std::min<int64_t>(model.max_batch_tokens(), 96);
+    auto seq = model.new_sequence(prompt + 2);
+    std::vector<int32_t> tokens(static_cast<size_t>(prompt), 0);
+    std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
+    model.eval(*seq, tokens, false, logits);
+    for (int step = 0; step < 2; ++step)
+      model.eval(*seq, std::span<const int32_t>(tokens.data(), 1), false, logits);
   }
 
   ~Impl() {

@@ -3,7 +3,10 @@
 // mix sequences of different n_past and T over scattered F16 pages, head_dim 64/128/256 with
 // 1 to 8 query heads per KV head, a context of 8K keys, and a timing print of both paths at a
 // Qwen3.5-27B-like prefill. HOSTLM_CUDA_FLASH_MIN_ROWS picks the path: 1 sends every
-// sequence to the flash kernel, 0 none, unset the default threshold. Skipped without a GPU.
+// sequence to the flash kernel, 0 none, unset the default threshold. The flash kernel's split
+// over the keys (few blocks, long context: 8K and 20K keys) against the unsplit kernel and the
+// reference, and timed after 16K keys; HOSTLM_CUDA_FLASH_SPLITS=N forces N splits, 1 none.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,29 +32,31 @@ namespace hostlm {
 namespace {
 
 constexpr const char* kMinRowsVar = "HOSTLM_CUDA_FLASH_MIN_ROWS";
+constexpr const char* kSplitsVar = "HOSTLM_CUDA_FLASH_SPLITS";
 constexpr int64_t kDefaultMinRows = 64;  // backends/cuda/kernels.h: kFlashPrefillMinRows
 constexpr double kTolerance = 1e-5;      // of max |out|
 
-// Sets (or, with nullopt, unsets) the path switch for a scope and restores it after.
-class MinRows {
+// Sets (or, with nullopt, unsets) a path switch for a scope and restores it after.
+class ScopedEnv {
  public:
-  explicit MinRows(const std::optional<std::string>& value) {
-    if (const char* old = std::getenv(kMinRowsVar)) old_ = old;
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name_)) old_ = old;
     if (value)
-      ::setenv(kMinRowsVar, value->c_str(), 1);
+      ::setenv(name_, value->c_str(), 1);
     else
-      ::unsetenv(kMinRowsVar);
+      ::unsetenv(name_);
   }
-  MinRows(const MinRows&) = delete;
-  MinRows& operator=(const MinRows&) = delete;
-  ~MinRows() {
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
     if (old_)
-      ::setenv(kMinRowsVar, old_->c_str(), 1);
+      ::setenv(name_, old_->c_str(), 1);
     else
-      ::unsetenv(kMinRowsVar);
+      ::unsetenv(name_);
   }
 
  private:
+  const char* name_;
   std::optional<std::string> old_;
 };
 
@@ -150,10 +155,13 @@ std::unique_ptr<Problem> make_problem(Backend& gpu, const Shape& shape,
   return p;
 }
 
-// The GPU's attention of the whole batch with the path switch at `min_rows`.
+// The GPU's attention of the whole batch with the path switches at `min_rows` and `splits`
+// (nullopt: unset, the defaults).
 std::vector<float> gpu_attention(Backend& gpu, Problem& p,
-                                 const std::optional<std::string>& min_rows) {
-  MinRows setting(min_rows);
+                                 const std::optional<std::string>& min_rows,
+                                 const std::optional<std::string>& splits = std::nullopt) {
+  ScopedEnv rows_setting(kMinRowsVar, min_rows);
+  ScopedEnv splits_setting(kSplitsVar, splits);
   const size_t n = static_cast<size_t>(p.rows * p.out_width());
   auto out = gpu.alloc(n);
   gpu.paged_attention(p.batch, p.q_dev->data(), p.q_stride, p.shape.n_head, p.scale, out->data());
@@ -176,17 +184,18 @@ std::vector<double> reference_row(const Problem& p, int64_t row) {
     const int64_t kvh = h / group;
     double top = -INFINITY, sum = 0;
     for (int64_t j = 0; j < visible; ++j) {
-      double dot = 0;
-      for (int64_t d = 0; d < hd; ++d) dot += double{qh[d]} * k[j * w + kvh * hd + d];
-      score[j] = dot * p.scale;
+      const float* kj = k.data() + j * w + kvh * hd;
+      double dot[4] = {};  // four independent sums (head_dim is a multiple of 4): faster
+      for (int64_t d = 0; d < hd; d += 4)
+        for (int i = 0; i < 4; ++i) dot[i] += double{qh[d + i]} * kj[d + i];
+      score[j] = (dot[0] + dot[1] + dot[2] + dot[3]) * p.scale;
       top = std::max(top, score[j]);
     }
     for (double& x : score) sum += (x = std::exp(x - top));
-    for (int64_t d = 0; d < hd; ++d) {
-      double acc = 0;
-      for (int64_t j = 0; j < visible; ++j) acc += score[j] * v[j * w + kvh * hd + d];
-      out[h * hd + d] = acc / sum;
-    }
+    std::vector<double> acc(static_cast<size_t>(hd), 0.0);
+    for (int64_t j = 0; j < visible; ++j)  // value rows in order: long contexts stay cheap
+      for (int64_t d = 0; d < hd; ++d) acc[d] += score[j] * v[j * w + kvh * hd + d];
+    for (int64_t d = 0; d < hd; ++d) out[h * hd + d] = acc[d] / sum;
   }
   return out;
 }
@@ -299,6 +308,37 @@ TEST_P(CudaFlashPrefill, LongContextMatchesCudaCoresAndReference) {
       shape.name.c_str(), all.relative(), ref.relative(), old_ref.relative());
 }
 
+// The batch above with every sequence on the flash kernel and its keys forced into 2, 3 and 16
+// splits: tiles with fewer pages than splits (empty splits), splits that start past some rows'
+// last key, a decode token alone in a tile. Each matches the reference; the split changes
+// bits (so the switch took effect); and forcing 1 split is the default here (too few pages
+// to split) and bit for bit the unsplit kernel.
+TEST_P(CudaFlashPrefill, ForcedSplitsMatchReference) {
+  const Shape shape = GetParam();
+  const std::vector<SeqSpec> seqs = {{0, 100}, {45, 77}, {96, 64}, {7, 1}, {300, 130}, {33, 63}};
+  auto p = make_problem(*gpu_, shape, seqs, 17, 2.f);
+  std::vector<float> want(static_cast<size_t>(p->rows * p->out_width()));
+  for (int64_t r = 0; r < p->rows; ++r) {
+    const auto ref = reference_row(*p, r);
+    std::copy(ref.begin(), ref.end(), want.begin() + r * p->out_width());
+  }
+  const auto unsplit = gpu_attention(*gpu_, *p, "1", "1");
+  EXPECT_TRUE(bitwise_equal_rows(*p, unsplit, gpu_attention(*gpu_, *p, "1"), 0, p->rows))
+      << shape.name << ": the default split a context too short to split (about 12 pages)";
+  for (const char* splits : {"2", "3", "16"}) {
+    const auto got = gpu_attention(*gpu_, *p, "1", splits);
+    EXPECT_FALSE(bitwise_equal_rows(*p, got, unsplit, 0, p->rows))
+        << shape.name << ": HOSTLM_CUDA_FLASH_SPLITS=" << splits << " did not split";
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const int64_t first = p->first_row[s], end = first + seqs[s].T;
+      const Diff d = diff_rows(*p, got, want, first, end);
+      EXPECT_LE(d.relative(), kTolerance)
+          << shape.name << ", " << splits << " splits, sequence n_past " << seqs[s].n_past << " T "
+          << seqs[s].T;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CudaFlashPrefill,
     ::testing::Values(Shape{8, 8, 64, "hd64_mha"}, Shape{16, 2, 64, "hd64_gqa8"},
@@ -308,6 +348,143 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{24, 4, 256, "hd256_gqa6_qwen35_27b"}, Shape{16, 2, 256, "hd256_gqa8"}),
     [](const auto& p) { return p.param.name; });
 
+// ---- Split over the keys ------------------------------------------------------------------
+
+struct SplitCase {
+  Shape shape;
+  std::vector<SeqSpec> seqs;
+  // Few enough blocks (heads x 64-row tiles <= 32) that the default splits on any GPU of 16
+  // SMs or more; the other cases only print whether it did (it does on an H200).
+  bool splits_by_default;
+  std::string name;
+};
+
+void PrintTo(const SplitCase& c, std::ostream* os) { *os << c.name; }
+
+// Rows of sequence s checked against the reference: all of a short one; of a long one its
+// first two, the ends of its first tile, its middle and its last.
+std::vector<int64_t> reference_rows(const Problem& p, size_t s) {
+  const int64_t first = p.first_row[s], T = p.seqs[s].T;
+  std::vector<int64_t> rows;
+  if (p.seqs[s].n_past + T <= 512) {
+    for (int64_t t = 0; t < T; ++t) rows.push_back(first + t);
+    return rows;
+  }
+  for (int64_t t : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, T / 2, T - 1})
+    if (t < T && std::find(rows.begin(), rows.end(), first + t) == rows.end())
+      rows.push_back(first + t);
+  return rows;
+}
+
+class CudaFlashPrefillSplit : public ::testing::TestWithParam<SplitCase> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    gpu_ = testing::cuda_backend_or_reason(why);
+    if (!gpu_) GTEST_SKIP() << "no usable CUDA backend: " << why;
+  }
+  std::unique_ptr<Backend> gpu_;
+};
+
+// A long context behind few rows: the default (the cost model's splits), 16 forced splits and
+// no split all match the reference on sampled rows and each other on every row; sequences
+// beside the long one (a short flash one, whose tiles have fewer pages than the splits, and a
+// decode token on the CUDA-core kernels, which split too when rows are few) are not disturbed.
+TEST_P(CudaFlashPrefillSplit, MatchesUnsplitAndReference) {
+  const SplitCase& c = GetParam();
+  auto p = make_problem(*gpu_, c.shape, c.seqs, 23, 4.f);
+  const auto unsplit = gpu_attention(*gpu_, *p, std::nullopt, "1");
+  const auto by_default = gpu_attention(*gpu_, *p, std::nullopt);
+  const auto many = gpu_attention(*gpu_, *p, std::nullopt, "16");
+  const int64_t long_first = p->first_row[0], long_end = long_first + c.seqs[0].T;
+  const bool split = !bitwise_equal_rows(*p, by_default, unsplit, long_first, long_end);
+  if (c.splits_by_default) {
+    EXPECT_TRUE(split) << c.name << ": the default did not split";
+  }
+  EXPECT_FALSE(bitwise_equal_rows(*p, many, unsplit, long_first, long_end))
+      << c.name << ": HOSTLM_CUDA_FLASH_SPLITS=16 did not split";
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const int64_t first = p->first_row[s], end = first + c.seqs[s].T;
+    const std::string what = c.name + ", sequence n_past " + std::to_string(c.seqs[s].n_past) +
+                             " T " + std::to_string(c.seqs[s].T);
+    // Each path is within kTolerance of the exact result, so within twice that of each other.
+    const Diff d_default = diff_rows(*p, by_default, unsplit, first, end);
+    const Diff d_many = diff_rows(*p, many, unsplit, first, end);
+    EXPECT_LE(d_default.relative(), 2 * kTolerance) << what << ": default against unsplit";
+    EXPECT_LE(d_many.relative(), 2 * kTolerance) << what << ": 16 splits against unsplit";
+    if (c.seqs[s].T < kDefaultMinRows) {  // not flash_prefill's: the split switch must not matter
+      EXPECT_TRUE(bitwise_equal_rows(*p, by_default, unsplit, first, end) &&
+                  bitwise_equal_rows(*p, many, unsplit, first, end))
+          << what << ": a CUDA-core sequence changed with HOSTLM_CUDA_FLASH_SPLITS";
+    }
+    Diff ref_default, ref_many, ref_unsplit;
+    for (int64_t r : reference_rows(*p, s)) {
+      const auto want = reference_row(*p, r);
+      for (int64_t i = 0; i < p->out_width(); ++i) {
+        const size_t at = static_cast<size_t>(r * p->out_width() + i);
+        const double w = want[static_cast<size_t>(i)];
+        ref_default.worst = std::max(ref_default.worst, std::abs(by_default[at] - w));
+        ref_many.worst = std::max(ref_many.worst, std::abs(many[at] - w));
+        ref_unsplit.worst = std::max(ref_unsplit.worst, std::abs(unsplit[at] - w));
+        ref_default.top = ref_many.top = ref_unsplit.top = std::max(ref_default.top, std::abs(w));
+      }
+    }
+    EXPECT_LE(ref_default.relative(), kTolerance) << what << ": default against the reference";
+    EXPECT_LE(ref_many.relative(), kTolerance) << what << ": 16 splits against the reference";
+    EXPECT_LE(ref_unsplit.relative(), kTolerance) << what << ": unsplit against the reference";
+    std::printf(
+        "%s: default %s; of max |out|, vs unsplit: default %.3g, 16 splits %.3g; vs reference: "
+        "default %.3g, 16 splits %.3g, unsplit %.3g\n",
+        what.c_str(), split ? "split" : "did not split", d_default.relative(), d_many.relative(),
+        ref_default.relative(), ref_many.relative(), ref_unsplit.relative());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaFlashPrefillSplit,
+    ::testing::Values(
+        SplitCase{Shape{16, 4, 256, "hd256_gqa4"}, {{8203, 64}}, true, "hd256_gqa4_64_after_8203"},
+        SplitCase{
+            Shape{24, 4, 256, "hd256_gqa6"}, {{20011, 256}}, false, "hd256_gqa6_256_after_20011"},
+        SplitCase{
+            Shape{16, 4, 128, "hd128_gqa4"}, {{20011, 256}}, false, "hd128_gqa4_256_after_20011"},
+        SplitCase{Shape{12, 2, 128, "hd128_gqa6"}, {{8203, 64}}, true, "hd128_gqa6_64_after_8203"},
+        SplitCase{Shape{16, 2, 64, "hd64_gqa8"}, {{8203, 130}}, false, "hd64_gqa8_130_after_8203"},
+        SplitCase{Shape{16, 4, 256, "hd256_gqa4"},
+                  {{12345, 130}, {40, 70}, {3000, 1}},
+                  false,
+                  "hd256_gqa4_mixed_with_short_flash_and_decode"},
+        // 65 rows: the CUDA-core kernel splits its decode row's keys too, in the scratch after
+        // flash_prefill's partials.
+        SplitCase{Shape{16, 4, 256, "hd256_gqa4"},
+                  {{8203, 64}, {5000, 1}},
+                  true,
+                  "hd256_gqa4_with_cuda_core_splits"}),
+    [](const auto& p) { return p.param.name; });
+
+// ---- Timing ----------------------------------------------------------------------------------
+
+// Best of three wall times of one attention call with the given path switches (after a
+// warm-up whose output goes to `result`).
+double best_ms(Backend& gpu, Problem& p, const std::optional<std::string>& min_rows,
+               const std::optional<std::string>& splits, std::vector<float>& result) {
+  result = gpu_attention(gpu, p, min_rows, splits);
+  auto out = gpu.alloc(static_cast<size_t>(p.rows * p.out_width()));
+  ScopedEnv rows_setting(kMinRowsVar, min_rows);
+  ScopedEnv splits_setting(kSplitsVar, splits);
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    float one = 0.f;
+    const auto start = std::chrono::steady_clock::now();
+    gpu.paged_attention(p.batch, p.q_dev->data(), p.q_stride, p.shape.n_head, p.scale, out->data());
+    gpu.download(&one, out->data(), 1);  // waits for the stream
+    best = std::min(
+        best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  }
+  return best;
+}
+
 // Wall time of one attention call of each path for a 4096-token prompt with Qwen3.5-27B's
 // attention shape (24 query heads, 4 KV heads, head_dim 256). Prints; asserts only that the
 // two agree.
@@ -316,26 +493,9 @@ TEST(CudaFlashPrefillTiming, Prompt4096Heads24Kv4Hd256) {
   auto gpu = testing::cuda_backend_or_reason(why);
   if (!gpu) GTEST_SKIP() << "no usable CUDA backend: " << why;
   auto p = make_problem(*gpu, Shape{24, 4, 256, "qwen35_27b"}, {{0, 4096}}, 3, 2.f);
-  auto out = gpu->alloc(static_cast<size_t>(p->rows * p->out_width()));
-  const auto time_ms = [&](const std::optional<std::string>& min_rows, std::vector<float>& result) {
-    result = gpu_attention(*gpu, *p, min_rows);  // warm-up, and the result
-    MinRows setting(min_rows);
-    double best = 1e30;
-    for (int i = 0; i < 3; ++i) {
-      float one = 0.f;
-      const auto start = std::chrono::steady_clock::now();
-      gpu->paged_attention(p->batch, p->q_dev->data(), p->q_stride, p->shape.n_head, p->scale,
-                           out->data());
-      gpu->download(&one, out->data(), 1);  // waits for the stream
-      best = std::min(
-          best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count());
-    }
-    return best;
-  };
   std::vector<float> flash, old;
-  const double flash_ms = time_ms(std::nullopt, flash);
-  const double old_ms = time_ms("0", old);
+  const double flash_ms = best_ms(*gpu, *p, std::nullopt, std::nullopt, flash);
+  const double old_ms = best_ms(*gpu, *p, "0", std::nullopt, old);
   const Diff d = diff_rows(*p, flash, old, 0, p->rows);
   EXPECT_LE(d.relative(), kTolerance);
   std::printf(
@@ -344,6 +504,36 @@ TEST(CudaFlashPrefillTiming, Prompt4096Heads24Kv4Hd256) {
       old_ms, flash_ms, old_ms / flash_ms, d.relative());
   RecordProperty("cuda_cores_ms", std::to_string(old_ms));
   RecordProperty("flash_ms", std::to_string(flash_ms));
+}
+
+// A 512-row prompt chunk after 16,384 cached tokens (Qwen3.5-9B's attention: 16 query heads,
+// 4 KV heads, head_dim 256, and 27B's 24 heads): the flash kernel with its default splits
+// against HOSTLM_CUDA_FLASH_SPLITS=1. Prints; asserts only that the two agree.
+void time_split_chunk(int64_t n_head, const char* label) {
+  std::string why;
+  auto gpu = testing::cuda_backend_or_reason(why);
+  if (!gpu) GTEST_SKIP() << "no usable CUDA backend: " << why;
+  auto p = make_problem(*gpu, Shape{n_head, 4, 256, label}, {{16384, 512}}, 7, 2.f);
+  std::vector<float> split, unsplit;
+  const double split_ms = best_ms(*gpu, *p, std::nullopt, std::nullopt, split);
+  const double unsplit_ms = best_ms(*gpu, *p, std::nullopt, "1", unsplit);
+  const Diff d = diff_rows(*p, split, unsplit, 0, p->rows);
+  EXPECT_LE(d.relative(), 2 * kTolerance);
+  std::printf(
+      "%s: attention of 512 rows after 16384 keys, %lld heads / 4 KV heads, head_dim 256: flash "
+      "unsplit %.3f ms, default splits %.3f ms (%.2fx); max |diff| / max |out| = %.3g\n",
+      label, static_cast<long long>(n_head), unsplit_ms, split_ms, unsplit_ms / split_ms,
+      d.relative());
+  ::testing::Test::RecordProperty("unsplit_ms", std::to_string(unsplit_ms));
+  ::testing::Test::RecordProperty("split_ms", std::to_string(split_ms));
+}
+
+TEST(CudaFlashPrefillTiming, Chunk512After16384Heads16Kv4Hd256) {
+  time_split_chunk(16, "qwen35_9b");
+}
+
+TEST(CudaFlashPrefillTiming, Chunk512After16384Heads24Kv4Hd256) {
+  time_split_chunk(24, "qwen35_27b");
 }
 
 }  // namespace

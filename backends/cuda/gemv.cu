@@ -1,10 +1,9 @@
 // Matrix-vector products for decode: y[T, rows] = x[T, cols] * W^T with T <= 8, reading each
 // weight row once for all T tokens, in its stored type, with float32 accumulation.
 //
-// One warp per two or four output rows. The fast path needs cols % 8 == 0 and 16-byte aligned rows
+// One warp per two output rows. The fast path needs cols % 8 == 0 and 16-byte aligned rows
 // and activations: each lane then loads 8 weights (16 or 32 bytes) and 8 activations per step.
 #include <cstdint>
-#include <type_traits>
 
 #include "common.cuh"
 #include "kernels.h"
@@ -110,10 +109,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-// 16-bit rows read half the bytes of their activations: four rows per warp bring the
-// activation loads down to half the weight stream; float32 rows need fewer.
+// Two rows per warp: 9B BF16 tg128 on the H200 ran at 127 t/s with two, 118 with four.
 template <typename Elem>
-constexpr int kRowsPerWarp = std::is_same_v<Elem, F32Elem> ? 2 : 4;
+constexpr int kRowsPerWarp = 2;
 
 template <typename Elem>
 void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t T,

@@ -47,7 +47,7 @@ struct EngineOptions {
   bool prefix_cache = true;
   int64_t snapshot_interval = 1024;  // tokens, a multiple of kKvPageTokens; 0: none
   bool log_memory = true;            // print the memory plan to stderr at construction
-  // On a GPU backend, run a short prompt and two decode steps on a scratch sequence at
+  // On a GPU backend, run one prefill chunk and two decode steps on a scratch sequence at
   // construction, so that the first request does not pay one-time costs (kernel loading,
   // library set-up, the first recorded step): its time to first token is then typical.
   bool warm_up = true;

@@ -141,10 +141,11 @@ struct Engine::Impl {
     scheduler = std::thread([this] { run(); });
   }
 
-  // See EngineOptions::warm_up. A prompt of a few pages takes the prefill paths (tensor-core
-  // attention and GEMMs); the decode steps take the recorded one.
+  // See EngineOptions::warm_up. A prompt of one prefill chunk takes the prefill paths at the
+  // shapes most prompts use (cuBLAS loads a kernel on the first call of each shape); the
+  // decode steps take the recorded one.
   void warm_up() {
-    const int64_t prompt = std::min<int64_t>(model.max_batch_tokens(), 96);
+    const int64_t prompt = std::min(options.prefill_chunk, model.max_batch_tokens());
     auto seq = model.new_sequence(prompt + 2);
     std::vector<int32_t> tokens(static_cast<size_t>(prompt), 0);
     std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));

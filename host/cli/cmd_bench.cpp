@@ -300,17 +300,47 @@ void add_bench_command(CLI::App& app) {
       loaded.backend().set_threads(t);
       const int shown_threads =
           t > 0 ? t : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      // Sequences on pages of the chosen type, as the serving engine makes them; a model
-      // without the host's paged cache makes its own.
-      auto new_sequence = [&]() -> std::unique_ptr<Sequence> {
-        const CacheLayout layout = model.cache_layout();
-        if (!layout.empty() && model.backend() != nullptr)
-          return KvSequence::standalone(*model.backend(), layout, max_ctx, kv);
-        return model.new_sequence(max_ctx);
+      // The depth prefix is evaluated once per depth, as llama-bench does, and each run
+      // starts from it: a sequence of the shared page pool adopts its pages (a shared page is
+      // copied before it is written) and a copy of its recurrent state. A model without the
+      // host's paged cache makes its own sequences and evaluates the prefix every run.
+      const CacheLayout layout = model.cache_layout();
+      const bool paged = !layout.empty() && model.backend() != nullptr;
+      std::unique_ptr<KvPagePool> pool;
+      std::unique_ptr<RecurrentStateSlots> slots;
+      std::unique_ptr<KvSequence> prefix;
+      int prefix_depth = -1;
+      if (paged) {
+        const auto pages = [](int64_t n) { return (n + kKvPageTokens - 1) / kKvPageTokens; };
+        int max_depth = 0, max_new = 1;
+        for (int d : depths) max_depth = std::max(max_depth, d);
+        for (int p : prompts) max_new = std::max(max_new, p);
+        for (int n : gens) max_new = std::max(max_new, n);
+        pool = std::make_unique<KvPagePool>(*model.backend(), layout, kv,
+                                            pages(max_depth) + pages(max_new) + 2);
+        slots = std::make_unique<RecurrentStateSlots>(*model.backend(), layout, 2);
+      }
+      auto sequence_at = [&](int depth) -> std::unique_ptr<Sequence> {
+        if (!paged) {
+          auto seq = model.new_sequence(max_ctx);
+          if (depth > 0) model.eval(*seq, random_tokens(depth), false, logits);
+          return seq;
+        }
+        if (depth > 0 && depth != prefix_depth) {
+          prefix.reset();  // its pages and slot go back first
+          prefix = std::make_unique<KvSequence>(*pool, *slots, depth);
+          model.eval(*prefix, random_tokens(depth), false, logits);
+          prefix_depth = depth;
+        }
+        auto seq = std::make_unique<KvSequence>(*pool, *slots, max_ctx);
+        if (depth > 0) {
+          seq->adopt_prefix(prefix->pages(), depth);
+          copy_state(*slots, seq->state_slot(), *slots, prefix->state_slot());
+        }
+        return seq;
       };
       auto run = [&](int depth, int n_prompt, int n_gen) {
-        auto seq = new_sequence();
-        if (depth > 0) model.eval(*seq, random_tokens(depth), false, logits);
+        auto seq = sequence_at(depth);
         if (n_prompt > 0) {
           const std::vector<int32_t> prompt = random_tokens(n_prompt);
           const auto t0 = Clock::now();

@@ -23,8 +23,8 @@
 # A step that fails or runs out of time does not stop the script: its tests read "failed" or
 # "timeout" in the table (with the log named below it), and the script ends with status 3
 # once the summary is written. Bad arguments or a missing build stop it at once.
-# Time: hostlm bench prefills the DEPTH prefix again (untimed) before each of its 2 x (REPS+1)
-# runs, while llama-bench saves and restores it, so deep steps of large files take minutes.
+# Time: both evaluate each DEPTH prefix once (untimed) and start every run from it, so a deep
+# step costs one long prefill per engine plus the runs.
 set -Eeuo pipefail
 trap 'echo "run_bench_compare.sh: FAILED at line $LINENO: $BASH_COMMAND" >&2' ERR
 

@@ -231,8 +231,11 @@ def tokenizer_parts(vocab_size, path=TOKENIZER):
     n_real = len(tokens)
     if n_real > vocab_size:
         sys.exit(f"{path}: {n_real} tokens do not fit the model's {vocab_size} rows")
+    # Normal tokens whose text is their name: random weights pick fillers almost always, and a
+    # server must stream text for them, or a client timing the first text (serving TTFT)
+    # would wait for a rare real token.
     tokens += [f"<filler_{i}>" for i in range(n_real, vocab_size)]
-    types += [gguf.TokenType.UNUSED] * (vocab_size - n_real)
+    types += [gguf.TokenType.NORMAL] * (vocab_size - n_real)
     merges = data["model"]["merges"]
     merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
     eos = next((a["id"] for a in data.get("added_tokens", []) if a["content"] == "<|im_end|>"), n_real - 1)

@@ -33,12 +33,17 @@ void BackendFlags::add_to(CLI::App& cmd) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd.add_option("--threads", threads, "CPU threads (default: one per core)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--gpu-layers,--ngl", gpu_layers,
+                 "layers on the GPU like llama.cpp's -ngl: -1 all (default), 0 none (CPU); a "
+                 "split between GPU and CPU is not supported yet")
+      ->check(CLI::Range(-1, 1 << 20));
 }
 
 ModelLoadOptions BackendFlags::load_options() const {
   ModelLoadOptions o;
   o.backend = backend;
   o.threads = threads;
+  o.gpu_layers = gpu_layers;
   return o;
 }
 

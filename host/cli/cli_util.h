@@ -20,6 +20,7 @@ std::vector<int32_t> parse_token_list(const std::string& text);
 struct BackendFlags {
   std::string backend = "auto";
   int threads = 0;
+  int gpu_layers = -1;
   void add_to(CLI::App& cmd);
   ModelLoadOptions load_options() const;
 };

@@ -31,6 +31,11 @@ struct ModelLoadOptions {
   std::string backend = "auto";  // "auto", "cpu", "cuda"
   int threads = 0;               // 0: one per core
   int64_t max_batch = 256;
+  // Layers on the GPU, as llama.cpp's -ngl: -1 or at least the model's layer count, all of
+  // them (on the backend chosen above); 0, none: the CPU backend. Splitting a model between
+  // the GPU and the CPU is not supported yet: a count in between is refused with a GPU
+  // backend (and does nothing with the CPU one, as -ngl without a GPU).
+  int gpu_layers = -1;
 };
 
 // Members are declared so that destruction runs model -> backend -> files.

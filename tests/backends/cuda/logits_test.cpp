@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cuda_test_support.h"
+#include "hostlm/error.h"
 #include "hostlm/model_loader.h"
 #include "plugins/qwen35/reference_data.h"
 
@@ -75,8 +76,9 @@ TEST_P(CudaQwen35, GreedyGenerationMatchesTransformers) {
   const ReferenceModel ref = load_reference(GetParam());
   PluginRegistry registry;
   LoadedModel loaded(registry, ref.folder, on("cuda"));
-  EXPECT_EQ(testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
-            ref.greedy_generated);
+  EXPECT_EQ(
+      testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
+      ref.greedy_generated);
 }
 
 // One call (cuBLAS prefill), uneven chunks and single tokens (GEMV decode) must agree: the
@@ -106,6 +108,24 @@ TEST_P(CudaQwen35, PrefillChunkedAndTokenByTokenAgree) {
   const double scale = max_abs(one_shot);
   EXPECT_LT(worst_steps / scale, 1e-5);
   EXPECT_LT(worst_chunked / scale, 1e-5);
+}
+
+// --gpu-layers between 0 and the layer count would split the model, which is refused by
+// name; the full count (or more, as -ngl 99) loads on the GPU.
+TEST_P(CudaQwen35, PartialGpuLayersAreRefusedClearly) {
+  const ReferenceModel ref = load_reference(GetParam());
+  PluginRegistry registry;
+  ModelLoadOptions options = on("cuda");
+  options.gpu_layers = 1;
+  try {
+    LoadedModel loaded(registry, ref.folder, options);
+    ADD_FAILURE() << "a split of the model loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not supported yet"), std::string::npos) << e.what();
+  }
+  options.gpu_layers = 99;
+  LoadedModel all(registry, ref.folder, options);
+  EXPECT_EQ(all.backend().name(), "cuda");
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, CudaQwen35, ::testing::ValuesIn(kModels), [](const auto& p) {

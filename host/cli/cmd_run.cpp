@@ -173,6 +173,8 @@ void apply_store_defaults(RunArgs& a, const CLI::App& cmd) {
     a.sampling.frequency_penalty = static_cast<float>(*v);
   if (auto v = param("seed", "--seed"); v && *v >= 0) a.sampling.seed = static_cast<uint64_t>(*v);
   if (auto v = param("num_ctx", "--ctx-size"); v && *v > 0) a.ctx_size = static_cast<int64_t>(*v);
+  if (auto v = param("num_gpu", "--gpu-layers"); v && *v >= -1)
+    a.backend.gpu_layers = static_cast<int>(*v);
   if (auto v = param("num_predict", "--n-predict"); v && *v >= 0) {
     a.n_predict = static_cast<int>(*v);
     a.n_predict_given = true;

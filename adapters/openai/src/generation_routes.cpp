@@ -151,8 +151,9 @@ void generation(ApiContext& ctx, http::Exchange& ex, bool chat) {
   shape.created = unix_now();
   shape.reasoning_field = ctx.options.reasoning_field;
   const std::string echo = call.echo ? call.request.prompt : std::string();
-  ModelLease lease = ctx.models.acquire(
-      call.model, {.keep_alive = call.keep_alive, .context = call.request.options.num_ctx});
+  ModelLease lease = ctx.models.acquire(call.model, {.keep_alive = call.keep_alive,
+                                                     .context = call.request.options.num_ctx,
+                                                     .gpu_layers = call.request.options.num_gpu});
   std::shared_ptr<TextStream> stream = lease.generate(std::move(call.request));
   http::RequestLog* log = &ex.log();
 

@@ -134,6 +134,9 @@ struct AcquireOptions {
   // server's default. The latest request's value wins, as in Ollama.
   std::optional<std::chrono::nanoseconds> keep_alive;
   std::optional<int64_t> context;  // num_ctx: reload an idle model with another context
+  // num_gpu: reload an idle model with its layers placed otherwise (unset: the model's
+  // Modelfile value, else the server's --gpu-layers).
+  std::optional<int64_t> gpu_layers;
 };
 
 class ModelManager {

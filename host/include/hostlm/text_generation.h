@@ -43,6 +43,9 @@ struct GenerationOptions {
   std::optional<std::vector<std::string>> stop;  // stop strings, matched across tokens
   std::map<int32_t, float> logit_bias;           // token id -> added to its logit
   std::optional<int64_t> num_ctx;                // context of the loaded model (load time)
+  // Layers on the GPU (load time, Ollama's num_gpu): -1 all, 0 none (the CPU backend); see
+  // ModelLoadOptions::gpu_layers.
+  std::optional<int64_t> num_gpu;
 
   // Fills every unset field (and logit_bias, when empty) from `base`.
   void inherit(const GenerationOptions& base);

@@ -26,6 +26,7 @@ void GenerationOptions::inherit(const GenerationOptions& base) {
   fill(seed, base.seed);
   fill(stop, base.stop);
   fill(num_ctx, base.num_ctx);
+  fill(num_gpu, base.num_gpu);
   if (logit_bias.empty()) logit_bias = base.logit_bias;
 }
 

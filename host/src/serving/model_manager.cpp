@@ -23,6 +23,7 @@ namespace {
 struct Entry {
   ModelSpec spec;
   int64_t requested_context = 0;       // what it was loaded for (0: the server's default)
+  int gpu_layers = -1;                 // the placement it was loaded with
   std::shared_ptr<ServedModel> model;  // null while loading
   bool loading = true;
   int users = 0;
@@ -133,6 +134,9 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
     std::optional<ModelSpec> spec = resolve(name);
     if (!spec) throw ModelNotFound("model '" + std::string(name) + "' not found");
     const int64_t context = opts.context.value_or(0);
+    const int gpu_layers = static_cast<int>(std::clamp<int64_t>(
+        opts.gpu_layers.value_or(spec->defaults.num_gpu.value_or(options.load.gpu_layers)), -1,
+        1 << 20));
     std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
     std::shared_ptr<Entry> entry;
     ServingOptions load_options;
@@ -148,8 +152,9 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
           changed.wait(lock);
           continue;
         }
-        const bool fits =
-            same_files(e->spec, *spec) && (context == 0 || context == e->requested_context);
+        const bool fits = same_files(e->spec, *spec) &&
+                          (context == 0 || context == e->requested_context) &&
+                          gpu_layers == e->gpu_layers;
         if (fits || e->users > 0) {  // a busy model serves as loaded
           ++e->users;
           e->keep_alive = keep_alive;
@@ -172,9 +177,11 @@ struct ModelManager::Impl : std::enable_shared_from_this<ModelManager::Impl> {
       entry = std::make_shared<Entry>();
       entry->spec = *spec;
       entry->requested_context = context;
+      entry->gpu_layers = gpu_layers;
       entry->keep_alive = keep_alive;
       entries[spec->name] = entry;
       load_options = options;
+      load_options.load.gpu_layers = gpu_layers;
     }
     dropped.clear();
     const auto t0 = Clock::now();

@@ -29,7 +29,8 @@ TEST(OllamaRequests, ChatWithOptionsThinkToolsAndFormat) {
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
     "format": {"type": "object"},
     "options": {"temperature": 0.2, "num_predict": 5, "stop": "END", "seed": 7,
-                "mirostat": 1, "tfs_z": 1.0, "numa": false, "made_up": 3, "num_ctx": 2048}})");
+                "mirostat": 1, "tfs_z": 1.0, "numa": false, "made_up": 3, "num_ctx": 2048,
+                "num_gpu": 0}})");
   const ApiCall call = parse_chat_request(body);
   EXPECT_EQ(call.model, "qwen3.5");
   EXPECT_FALSE(call.stream);
@@ -49,6 +50,7 @@ TEST(OllamaRequests, ChatWithOptionsThinkToolsAndFormat) {
   EXPECT_EQ(r.options.stop->at(0), "END");
   EXPECT_EQ(*r.options.seed, 7);
   EXPECT_EQ(*r.options.num_ctx, 2048);
+  EXPECT_EQ(*r.options.num_gpu, 0);
   // Unknown and deprecated options are ignored, never an error (clients still send them).
   EXPECT_EQ(call.ignored_options.size(), 4u);
   EXPECT_FALSE(call.load_only);
@@ -108,6 +110,10 @@ TEST(OllamaRequests, MistakesAreBadRequestsNamingTheField) {
   EXPECT_EQ(
       status_of([] { parse_chat_request(Json::parse(R"({"model": "m", "format": "xml"})")); }),
       400);
+  EXPECT_EQ(status_of([] {
+              parse_chat_request(Json::parse(R"({"model": "m", "options": {"num_gpu": -2}})"));
+            }),
+            400);
   EXPECT_EQ(status_of([] {
               parse_generate_request(Json::parse(R"({"model": "m", "raw": true, "system": "s"})"));
             }),

@@ -14,7 +14,7 @@ using http::HttpError;
 struct EmbedCall {
   std::string model;
   std::optional<std::chrono::nanoseconds> keep_alive;
-  std::optional<int64_t> num_ctx;
+  std::optional<int64_t> num_ctx, num_gpu;
 };
 
 EmbedCall read_call(const Json& body) {
@@ -22,7 +22,9 @@ EmbedCall read_call(const Json& body) {
   call.model = body.value("model", std::string());
   if (call.model.empty()) throw HttpError(400, "model is required");
   call.keep_alive = parse_keep_alive(body.value("keep_alive", Json()));
-  call.num_ctx = options_from_json(body.value("options", Json())).num_ctx;
+  const GenerationOptions options = options_from_json(body.value("options", Json()));
+  call.num_ctx = options.num_ctx;
+  call.num_gpu = options.num_gpu;
   return call;
 }
 
@@ -49,8 +51,9 @@ void embed(ApiContext& ctx, Exchange& ex) {
       throw HttpError(400, "dimensions must be a positive integer");
     dimensions = d->get<int>();
   }
-  ModelLease lease =
-      ctx.models.acquire(call.model, {.keep_alive = call.keep_alive, .context = call.num_ctx});
+  ModelLease lease = ctx.models.acquire(
+      call.model,
+      {.keep_alive = call.keep_alive, .context = call.num_ctx, .gpu_layers = call.num_gpu});
   const auto result = lease.embed(inputs, body.value("truncate", true), dimensions);
   Json j = Json::object();
   j["model"] = call.model;
@@ -69,8 +72,9 @@ void embeddings(ApiContext& ctx, Exchange& ex) {
   const EmbedCall call = read_call(body);
   ex.log().model = call.model;
   const std::string prompt = body.value("prompt", std::string());
-  ModelLease lease =
-      ctx.models.acquire(call.model, {.keep_alive = call.keep_alive, .context = call.num_ctx});
+  ModelLease lease = ctx.models.acquire(
+      call.model,
+      {.keep_alive = call.keep_alive, .context = call.num_ctx, .gpu_layers = call.num_gpu});
   if (prompt.empty()) return ex.send_json(200, {{"embedding", Json::array()}});
   const auto result = lease.embed({prompt}, true);
   ex.log().prompt_tokens = result.prompt_tokens;

@@ -69,8 +69,9 @@ void load_or_unload(ApiContext& ctx, http::Exchange& ex, const ApiCall& call, co
     j["done"] = true;
     j["done_reason"] = "unload";
   } else {
-    ModelLease lease = ctx.models.acquire(
-        call.model, {.keep_alive = call.keep_alive, .context = call.request.options.num_ctx});
+    ModelLease lease = ctx.models.acquire(call.model, {.keep_alive = call.keep_alive,
+                                                       .context = call.request.options.num_ctx,
+                                                       .gpu_layers = call.request.options.num_gpu});
     j["done"] = true;
     j["done_reason"] = "load";
     if (lease.load_duration().count() > 0) j["load_duration"] = lease.load_duration().count();
@@ -104,8 +105,9 @@ void generation(ApiContext& ctx, http::Exchange& ex, bool chat) {
     ctx.logger.event(http::LogLevel::kDebug, "ignoring unknown options", {{"options", names}});
   }
   if (call.load_only) return load_or_unload(ctx, ex, call, shape);
-  ModelLease lease = ctx.models.acquire(
-      call.model, {.keep_alive = call.keep_alive, .context = call.request.options.num_ctx});
+  ModelLease lease = ctx.models.acquire(call.model, {.keep_alive = call.keep_alive,
+                                                     .context = call.request.options.num_ctx,
+                                                     .gpu_layers = call.request.options.num_gpu});
   if (call.template_override) apply_template_override(call, lease);
   if (call.debug_render_only) {
     Json j = shape.line(call.model);

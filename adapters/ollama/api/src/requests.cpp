@@ -134,6 +134,10 @@ GenerationOptions options_from_json(const nlohmann::json& options,
     if (*v < 1) throw bad("num_ctx must be at least 1");
     o.num_ctx = to_int64(*v);
   }
+  if (auto v = number("num_gpu")) {
+    if (*v < -1) throw bad("num_gpu must be -1 (all layers on the GPU) or a layer count");
+    o.num_gpu = to_int64(*v);
+  }
   if (const auto stop = typed.find("stop"); stop != typed.end() && stop->is_array())
     o.stop = stop->get<std::vector<std::string>>();
   return o;

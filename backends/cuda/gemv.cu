@@ -109,7 +109,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-// Two rows per warp: 9B BF16 tg128 on the H200 ran at 127 t/s with two, 118 with four.
+// Two rows per warp: 9B BF16 tg128 on the H200 ran at 127 t/s with two and 118 with four
+// (two runs on fresh machines, the same day).
 template <typename Elem>
 constexpr int kRowsPerWarp = 2;
 

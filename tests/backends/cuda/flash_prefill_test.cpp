@@ -224,7 +224,9 @@ bool bitwise_equal_rows(const Problem& p, const std::vector<float>& a, const std
   return std::memcmp(a.data() + from, b.data() + from, (to - from) * sizeof(float)) == 0;
 }
 
-class CudaFlashPrefill : public ::testing::TestWithParam<Shape> {
+// A parameterized test on the CUDA backend, skipped visibly where there is none.
+template <typename Param>
+class OnGpu : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     std::string why;
@@ -233,6 +235,8 @@ class CudaFlashPrefill : public ::testing::TestWithParam<Shape> {
   }
   std::unique_ptr<Backend> gpu_;
 };
+
+using CudaFlashPrefill = OnGpu<Shape>;
 
 // Sequences from scratch and after partial and whole pages, T below, at and above one
 // 64-row tile and not a multiple of it, and a decode token: each of the three settings of
@@ -376,15 +380,7 @@ std::vector<int64_t> reference_rows(const Problem& p, size_t s) {
   return rows;
 }
 
-class CudaFlashPrefillSplit : public ::testing::TestWithParam<SplitCase> {
- protected:
-  void SetUp() override {
-    std::string why;
-    gpu_ = testing::cuda_backend_or_reason(why);
-    if (!gpu_) GTEST_SKIP() << "no usable CUDA backend: " << why;
-  }
-  std::unique_ptr<Backend> gpu_;
-};
+using CudaFlashPrefillSplit = OnGpu<SplitCase>;
 
 // A long context behind few rows: the default (the cost model's splits), 16 forced splits and
 // no split all match the reference on sampled rows and each other on every row; sequences

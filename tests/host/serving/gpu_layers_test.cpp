@@ -3,29 +3,19 @@
 // reuses the loaded model, and a contradiction with the server's backend is a clear error.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "hostlm/error.h"
 #include "hostlm/registry.h"
 #include "hostlm/serving.h"
+#include "serving_test_support.h"
 
 namespace hostlm {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path tiny_model() {
-  const char* src = std::getenv("HOSTLM_SOURCE_DIR");
-  const fs::path root = src ? fs::path(src) : fs::path(__FILE__).parent_path() / "../../..";
-  return root / "tests" / "data" / "models" / "tiny-tied-f32";
-}
-
-PluginRegistry& registry() {
-  static PluginRegistry r;
-  return r;
-}
+using testing::registry;
+using testing::small_options;
+using testing::tiny_model;
 
 AcquireOptions cpu_only() {
   AcquireOptions o;
@@ -33,28 +23,22 @@ AcquireOptions cpu_only() {
   return o;
 }
 
-ServingOptions options_on(const std::string& backend) {
-  ServingOptions o;
-  o.context = 256;
-  o.parallel = 1;
-  o.log_memory = false;
-  o.load.backend = backend;
-  return o;
-}
-
 TEST(ServingGpuLayers, NumGpuZeroLoadsOnTheCpu) {
-  ModelManager models(registry(), options_on("auto"), {std::make_shared<PathModelSource>()});
+  ModelManager models(registry(), small_options("auto"), {std::make_shared<PathModelSource>()});
   const std::string name = tiny_model().string();
-  { models.acquire(name, cpu_only()); }
+  EXPECT_GT(models.acquire(name, cpu_only()).load_duration().count(), 0);
   ASSERT_EQ(models.loaded().size(), 1u);
   EXPECT_EQ(models.loaded()[0].backend, "cpu");
   EXPECT_EQ(models.loaded()[0].size_vram, 0u);
-  { models.acquire(name, cpu_only()); }
+  // The same placement is served by the loaded model; another one (the server's default,
+  // all layers on the backend) loads it again.
+  EXPECT_EQ(models.acquire(name, cpu_only()).load_duration().count(), 0);
+  EXPECT_GT(models.acquire(name).load_duration().count(), 0);
   EXPECT_EQ(models.loaded().size(), 1u);
 }
 
 TEST(ServingGpuLayers, NumGpuZeroWithACudaServerIsAClearError) {
-  ModelManager models(registry(), options_on("cuda"), {std::make_shared<PathModelSource>()});
+  ModelManager models(registry(), small_options("cuda"), {std::make_shared<PathModelSource>()});
   try {
     models.acquire(tiny_model().string(), cpu_only());
     ADD_FAILURE() << "loaded";

@@ -10,31 +10,15 @@
 #include "hostlm/error.h"
 #include "hostlm/registry.h"
 #include "hostlm/serving.h"
+#include "serving_test_support.h"
 
 namespace hostlm {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path tiny_model() {
-  const char* src = std::getenv("HOSTLM_SOURCE_DIR");
-  const fs::path root = src ? fs::path(src) : fs::path(__FILE__).parent_path() / "../../..";
-  return root / "tests" / "data" / "models" / "tiny-tied-f32";
-}
-
-PluginRegistry& registry() {
-  static PluginRegistry r;  // the build tree's plugins; outlives every manager here
-  return r;
-}
-
-ServingOptions small_options() {
-  ServingOptions o;
-  o.context = 256;
-  o.parallel = 1;
-  o.log_memory = false;
-  o.load.backend = "cpu";
-  return o;
-}
+using testing::registry;
+using testing::small_options;
+using testing::tiny_model;
 
 // "done" when a two-token generation ran to its end, "busy" when the engine refused it.
 std::string generate_two(const ModelLease& lease) {

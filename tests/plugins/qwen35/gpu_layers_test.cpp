@@ -4,19 +4,18 @@
 // needs a GPU: tests/backends/cuda/logits_test.cpp.)
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "hostlm/error.h"
 #include "hostlm/model_loader.h"
+#include "plugins/qwen35/reference_data.h"
 
 namespace hostlm {
 namespace {
 
 std::filesystem::path tiny() {
-  const char* src = std::getenv("HOSTLM_SOURCE_DIR");
-  return std::filesystem::path(src ? src : ".") / "tests/data/models/tiny-tied-f32";
+  return testing::source_dir() / "tests" / "data" / "models" / "tiny-tied-f32";
 }
 
 ModelLoadOptions with(const std::string& backend, int gpu_layers) {

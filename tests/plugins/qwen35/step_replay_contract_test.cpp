@@ -6,7 +6,6 @@
 // bit for bit, and every step must have been issued twice.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "hostlm/model_loader.h"
 #include "hostlm/ops.h"
 #include "hostlm/registry.h"
+#include "plugins/qwen35/reference_data.h"
 
 namespace hostlm {
 namespace {
@@ -128,8 +128,7 @@ class MissingReplayBackend final : public Backend {
 };
 
 std::filesystem::path tiny_model() {
-  const char* src = std::getenv("HOSTLM_SOURCE_DIR");
-  return std::filesystem::path(src ? src : ".") / "tests/data/models/tiny-untied-bf16";
+  return testing::source_dir() / "tests" / "data" / "models" / "tiny-untied-bf16";
 }
 
 // Logits of two sequences prefilled with different prompts and then decoded together, one

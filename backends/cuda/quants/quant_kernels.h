@@ -28,6 +28,20 @@ cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t
                                 const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
                                 float* y, cudaStream_t stream);
 
+// A few dozen tokens (tile_mma.cu): y[T, rows] = x * W^T with x given as half rows scaled
+// per token (acts_to_f16) and the scale undone on y. Weights are read once per 64 tokens.
+// Splitting over columns needs `partial` (tile_matmul_partial_floats floats) and zeroed
+// `counters` (tile_matmul_counters of them, left zeroed); with less it runs unsplit.
+// prepare_tile_matmul, once per device before any launch, returns cudaErrorNotSupported on
+// GPUs older than sm_80.
+cudaError_t prepare_tile_matmul();
+size_t tile_matmul_partial_floats(int64_t rows, int64_t cols, int64_t T);
+size_t tile_matmul_counters(int64_t rows, int64_t T);
+cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, const void* x_f16,
+                        const float* inv_scale, int64_t T, float* y, float* partial,
+                        size_t partial_floats, unsigned* counters, size_t n_counters,
+                        cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of W as IEEE half into out[n_rows, cols] (prefill tiles).
 cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t cols, int64_t row0,
                              int64_t n_rows, void* out, cudaStream_t stream);

@@ -39,6 +39,17 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
     : stream_(stream), cublas_(cublas), alloc_(alloc) {
   if (const char* env = std::getenv("HOSTLM_CUDA_GEMV_TOKENS"))
     gemv_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
+  if (const char* env = std::getenv("HOSTLM_CUDA_TILE_TOKENS"))
+    tile_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
+  if (tile_tokens_ > 0) {
+    const cudaError_t status = prepare_tile_matmul();
+    if (status == cudaErrorNotSupported) {
+      cudaGetLastError();
+      tile_tokens_ = 0;
+    } else {
+      check(status, "preparing the tile product kernels");
+    }
+  }
 }
 
 QuantMatmul::~QuantMatmul() {
@@ -47,6 +58,8 @@ QuantMatmul::~QuantMatmul() {
   cudaFree(acts_f16_);
   cudaFree(inv_scale_);
   cudaFree(tile_);
+  cudaFree(partial_);
+  cudaFree(counters_);
   cudaFreeHost(staging_);
 }
 
@@ -104,7 +117,15 @@ void QuantMatmul::upload_split(const TensorView& view, uint8_t* device) {
 void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
   const auto want_tile = std::max(static_cast<size_t>(cols),
                                   std::min(kTileElemsMax, static_cast<size_t>(rows * cols)));
-  if (cols <= max_cols_ && want_tile <= tile_elems_) return;
+  // The tile product's split partial sums: the most any token count up to tile_tokens_ needs.
+  size_t want_partial = 0;
+  for (int64_t T = gemv_tokens_ + 1; T <= tile_tokens_; ++T)
+    want_partial = std::max(want_partial, tile_matmul_partial_floats(rows, cols, T));
+  const size_t want_counters =
+      tile_tokens_ > 0 ? tile_matmul_counters(rows, std::max<int64_t>(1, tile_tokens_)) : 0;
+  if (cols <= max_cols_ && want_tile <= tile_elems_ && want_partial <= partial_floats_ &&
+      want_counters <= n_counters_)
+    return;
   // Only loads grow scratch; wait for any work that may still read the old buffers.
   check(cudaStreamSynchronize(stream_), "scratch growth");
   if (cols > max_cols_) {
@@ -118,6 +139,20 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
   }
   if (inv_scale_ == nullptr)
     inv_scale_ = static_cast<float*>(alloc_(kPrefillTokens * sizeof(float), "prefill scales"));
+  if (want_partial > partial_floats_) {
+    free_device(reinterpret_cast<void*&>(partial_));
+    partial_floats_ = 0;
+    partial_ =
+        static_cast<float*>(alloc_(want_partial * sizeof(float), "the tile product partials"));
+    partial_floats_ = want_partial;
+  }
+  if (want_counters > n_counters_) {
+    free_device(reinterpret_cast<void*&>(counters_));
+    n_counters_ = 0;
+    counters_ = static_cast<unsigned*>(alloc_(want_counters * sizeof(unsigned), "tile counters"));
+    check(cudaMemset(counters_, 0, want_counters * sizeof(unsigned)), "zeroing tile counters");
+    n_counters_ = want_counters;
+  }
   if (want_tile > tile_elems_) {
     free_device(tile_);
     tile_elems_ = 0;
@@ -146,8 +181,24 @@ void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
     if (y < x + T * w.cols && x < y_end) forget_acts();
     return;
   }
+  if (T <= tile_tokens_) return tile(w, x, T, y);
   forget_acts();
   prefill(w, x, T, y);
+}
+
+void QuantMatmul::tile(const Weight& w, const float* x, int64_t T, float* y) {
+  if (x != f16_x_ || T != f16_T_ || w.cols != f16_cols_) {
+    check(acts_to_f16(x, T, w.cols, acts_f16_, inv_scale_, stream_),
+          "matmul (activations to half)");
+    f16_x_ = x;
+    f16_T_ = T;
+    f16_cols_ = w.cols;
+  }
+  check(tile_matmul(w.type, w.data, w.rows, w.cols, acts_f16_, inv_scale_, T, y, partial_,
+                    partial_floats_, counters_, n_counters_, stream_),
+        "matmul (tile product)");
+  const auto* y_end = y + T * w.rows;
+  if (y < x + T * w.cols && x < y_end) forget_acts();
 }
 
 // Activations rounded to half (after a per-token power-of-two scale, undone on the output),

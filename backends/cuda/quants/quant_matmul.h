@@ -1,6 +1,7 @@
 // Quantized GGUF weights on the CUDA backend: upload in split form (split_layout.h), decode
-// GEMV for up to 32 tokens, dequantize-to-half tiles + cuBLAS tensor-core GEMM for prefill,
-// and embedding lookups. Owns the weights' device memory and its scratch buffers, which are
+// GEMV for up to 6 tokens, a fused dequantize + tensor-core product for up to 64 (the decode
+// steps of many streams), dequantize-to-half tiles + cuBLAS GEMM for prefill, and embedding
+// lookups. Owns the weights' device memory and its scratch buffers, which are
 // sized while weights load so that matmul never allocates.
 #pragma once
 #include <cublas_v2.h>
@@ -38,13 +39,17 @@ class QuantMatmul {
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
   // Decode matmuls of the same input in a row quantize it once: the caller says when device
   // memory may have changed under the last input (any op other than matmul).
-  void forget_acts() { acts_x_ = nullptr; }
+  void forget_acts() { acts_x_ = f16_x_ = nullptr; }
 
-  // Up to this many tokens the GEMV runs in chunks of 8 (kQuantGemvMaxTokens): each chunk
-  // reads the quantized weights once, which costs less than expanding them to half (~8x
-  // the bytes, read and written) for cuBLAS. Above it, the dequantize + GEMM path.
-  // HOSTLM_CUDA_GEMV_TOKENS=N overrides it, for measuring where the crossover lies.
-  static constexpr int64_t kGemvTokens = 32;
+  // Up to this many tokens the int8 GEMV; HOSTLM_CUDA_GEMV_TOKENS=N overrides it (chunks of
+  // kQuantGemvMaxTokens above 8). Measured on the 9B shape (H200), decode step with the GEMV
+  // against the tile product: 6.3 ms against 9.0 at 4 streams, 11.1 against 9.6 at 8.
+  static constexpr int64_t kGemvTokens = 6;
+  // Up to this many the fused tile product (tile_mma.cu), which reads the weights once per
+  // 64 tokens and never writes them expanded; above it, dequantize + cuBLAS GEMM, whose
+  // expansion costs less than its faster products save. HOSTLM_CUDA_TILE_TOKENS=N overrides
+  // it (0: never), for measuring where the crossovers lie.
+  static constexpr int64_t kTileTokens = 64;
   // Tokens per prefill GEMM: longer batches are multiplied in chunks of this many.
   static constexpr int64_t kPrefillTokens = 1024;
 
@@ -52,10 +57,12 @@ class QuantMatmul {
   void reserve_scratch(int64_t rows, int64_t cols);
   void upload_split(const TensorView& view, uint8_t* device);
   void prefill(const Weight& w, const float* x, int64_t T, float* y);
+  void tile(const Weight& w, const float* x, int64_t T, float* y);
 
   cudaStream_t stream_;
   cublasHandle_t cublas_;
   int64_t gemv_tokens_ = kGemvTokens;
+  int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
   AllocFn alloc_;
   std::vector<void*> weights_;
   uint8_t* staging_ = nullptr;  // pinned host memory for uploads
@@ -68,6 +75,14 @@ class QuantMatmul {
   int64_t acts_T_ = 0, acts_cols_ = 0;
   void* acts_f16_ = nullptr;
   float* inv_scale_ = nullptr;
+  // The input acts_f16_ holds for the tile product, as acts_x_ for the GEMV.
+  const float* f16_x_ = nullptr;
+  int64_t f16_T_ = 0, f16_cols_ = 0;
+  // Partial sums of tile products split over columns, and their zeroed counters.
+  float* partial_ = nullptr;
+  size_t partial_floats_ = 0;
+  unsigned* counters_ = nullptr;
+  size_t n_counters_ = 0;
   int64_t max_cols_ = 0;
   void* tile_ = nullptr;
   size_t tile_elems_ = 0;

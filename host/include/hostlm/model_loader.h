@@ -30,7 +30,10 @@ class OpenedModelFiles {
 struct ModelLoadOptions {
   std::string backend = "auto";  // "auto", "cpu", "cuda"
   int threads = 0;               // 0: one per core
-  int64_t max_batch = 256;
+  // Tokens per forward call (prompts are prefilled in chunks of it); 0: 512 on a GPU backend,
+  // where a longer chunk runs the prefill GEMMs faster (9B Q4_K_M on an H200: 32 streams of
+  // 512-token prompts, 908 t/s aggregate at 256, 1,048 at 512), and 256 on the CPU.
+  int64_t max_batch = 0;
   // Layers on the GPU, as llama.cpp's -ngl: -1 or at least the model's layer count, all of
   // them (on the backend chosen above); 0, none: the CPU backend. Splitting a model between
   // the GPU and the CPU is not supported yet: a count in between is refused with a GPU

@@ -48,7 +48,9 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   backend_ = create_backend(backend);
   backend_->set_threads(options.threads);
   LoadOptions load;
-  load.max_batch = options.max_batch;
+  load.max_batch = options.max_batch > 0       ? options.max_batch
+                   : backend_->name() == "cpu" ? 256
+                                               : 512;
   model_ = plugin.load(files_.files(), *backend_, load);
   const int64_t layers = model_->info().n_layers;
   if (options.gpu_layers > 0 && options.gpu_layers < layers && backend_->name() != "cpu")

@@ -1,0 +1,403 @@
+// Quantized weights times a few dozen tokens (the decode steps of continuous batching):
+// y[T, rows] = x[T, cols] * W^T with each weight byte read once for up to 64 tokens.
+//
+// A block of 4 warps owns 64 weight rows and up to kN tokens. Per 256 columns it expands its
+// weight pieces (pieces.h) into shared memory as half, copies the tokens' half activations
+// beside them (cp.async), and multiplies on tensor cores (mma.sync m16n8k16, float32
+// accumulators); the next chunk's weight loads are issued before the products so that they
+// are in flight meanwhile. Activations are half after a per-token power of two, undone on
+// the output, as on the prefill path (dequant_quant.cu); the weights are expanded in half
+// arithmetic (decode_range_half), without ever being written to memory.
+//
+// Why not the GEMV: at 8 tokens it re-reads every activation per pair of rows from L1 and
+// does its dot products on the CUDA cores, 2.5x slower than at one token, and 32 streams took
+// four passes over the weights. On the 9B shape (H200) 32 streams went from a 39.6 ms step to
+// 16.5 ms. Still far from the bandwidth bound: Nsight Compute shows the gate/up product at
+// ~0.5 TB/s with 20% occupancy, the time being the latency chain of each chunk (load, expand,
+// barrier, multiply, barrier) with one chunk in flight per block. L2 prefetch ahead of the
+// loads measured no gain; the next step is a multi-stage cp.async ring of raw weight bytes.
+//
+// Matrices with few row blocks (a 4096-row projection is 64 blocks on a 132-SM GPU) are split
+// over columns; each split writes its partial sums and the last one to finish adds them in
+// split order, so results do not depend on timing.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/quants/pieces.h"
+#include "cuda/quants/quant_kernels.h"
+
+namespace hostlm::cuda::quants {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kRows = 64;    // weight rows per block: 16 per warp
+constexpr int kChunk = 256;  // columns per step
+// Halves per shared row: 528 bytes, so the 8 rows an ldmatrix reads hit distinct banks.
+constexpr int kStride = 264;
+
+constexpr size_t smem_bytes(int n_tokens) {
+  return static_cast<size_t>(kRows + n_tokens) * kStride * sizeof(__half);
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes from global to shared, or zeros when !valid (src must still be a valid address).
+__device__ __forceinline__ void copy16_async(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+
+struct TileArgs {
+  QuantMatrix w;
+  const __half* x;  // [T, cols], each token scaled by a power of two
+  const float* inv_scale;
+  float* y;         // [T, rows]
+  float* partial;   // [splits, T, rows] when splits > 1
+  unsigned* count;  // one zeroed counter per (row block, token block)
+  int T;
+  int chunks_per_split;
+  int splits;
+};
+
+template <class Q>
+struct ChunkShape {
+  static constexpr int kBlocks = kChunk / Q::kBlockElems;  // quant blocks per row
+  static constexpr int kPiecesPerRow = kBlocks * Q::kPieces;
+  static constexpr int kPerThread = kRows * kPiecesPerRow / kThreads;  // pieces per thread
+  static constexpr int kPieceElems = Q::kBlockElems / Q::kPieces;
+  static_assert(kRows * kPiecesPerRow % kThreads == 0);
+  static_assert(kPieceElems == 16 * Q::kRanges);
+};
+
+// Which weight piece a thread's j-th load is: row r of the block, block bl of the chunk,
+// piece k of that block.
+template <class Q>
+__device__ __forceinline__ void piece_at(int tid, int j, int& r, int& bl, int& k) {
+  using S = ChunkShape<Q>;
+  const int i = tid + j * kThreads;
+  r = i / S::kPiecesPerRow;
+  const int in_row = i % S::kPiecesPerRow;
+  bl = in_row / Q::kPieces;
+  k = in_row % Q::kPieces;
+}
+
+template <class Q>
+__device__ __forceinline__ void load_pieces(const QuantMatrix& w, int64_t row0, int chunk, int tid,
+                                            typename Q::P (&p)[ChunkShape<Q>::kPerThread]) {
+  using S = ChunkShape<Q>;
+#pragma unroll
+  for (int j = 0; j < S::kPerThread; ++j) {
+    int r, bl, k;
+    piece_at<Q>(tid, j, r, bl, k);
+    const int64_t row = row0 + r, b = int64_t{chunk} * S::kBlocks + bl;
+    if (row < w.rows && b < w.nb) p[j] = Q::load(w, row * w.nb + b, k);
+  }
+}
+
+// Range g of a piece as 8 half2 words, computed in half: a byte permute puts two bytes b
+// under the exponent of 1024 (the half 1024 + b, exact), one subtraction leaves q + kOffset
+// (small integers, exact) and one fused multiply-add gives a * q + m rounded once. a and m
+// are rounded to half first. Why not decode_range's float math then a conversion: the
+// expansion is most of this kernel's instructions, and this is 1.5 per value instead of ~5.
+template <class Q>
+__device__ __forceinline__ void decode_range_half(const typename Q::P& p, int g,
+                                                  uint32_t (&out)[8]) {
+  // Bytes are signed: flipping their top bit makes them b + 128 in 0..255.
+  constexpr float kBias = 1024.f + 128.f - static_cast<float>(Q::kOffset);
+  const __half2 bias = __float2half2_rn(kBias);
+  const __half2 a = __float2half2_rn(p.a[g]);
+  const __half2 m = __float2half2_rn(Q::kHasMin ? p.m[g] : 0.f);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t word = p.q[4 * g + w] ^ 0x80808080u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t bits = __byte_perm(word, 0x64646464u, h == 0 ? 0x5140u : 0x5342u);
+      const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&bits), bias);
+      const __half2 v = Q::kHasMin ? __hfma2(q, a, m) : __hmul2(q, a);
+      out[2 * w + h] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+  }
+}
+
+// The loaded pieces as half into ws; pieces outside the matrix write zeros over their share
+// of the block (zero weights times zero activations, never NaN from stale shared memory).
+template <class Q>
+__device__ __forceinline__ void store_pieces(const QuantMatrix& w, int64_t row0, int chunk, int tid,
+                                             const typename Q::P (&p)[ChunkShape<Q>::kPerThread],
+                                             __half* ws) {
+  using S = ChunkShape<Q>;
+#pragma unroll
+  for (int j = 0; j < S::kPerThread; ++j) {
+    int r, bl, k;
+    piece_at<Q>(tid, j, r, bl, k);
+    const int64_t row = row0 + r, b = int64_t{chunk} * S::kBlocks + bl;
+    __half* block = ws + r * kStride + bl * Q::kBlockElems;
+    if (row < w.rows && b < w.nb) {
+#pragma unroll
+      for (int g = 0; g < Q::kRanges; ++g) {
+        uint32_t v[8];
+        decode_range_half<Q>(p[j], g, v);
+        auto* o = reinterpret_cast<uint4*>(block + p[j].off[g]);
+        o[0] = make_uint4(v[0], v[1], v[2], v[3]);
+        o[1] = make_uint4(v[4], v[5], v[6], v[7]);
+      }
+    } else {
+      auto* o = reinterpret_cast<uint4*>(block + k * S::kPieceElems);
+#pragma unroll
+      for (int i = 0; i < S::kPieceElems / 8; ++i) o[i] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// Tokens [t0, t0 + kN) of columns [chunk * 256, +256) into xs, zeros outside x.
+template <int kN>
+__device__ __forceinline__ void copy_tokens(const TileArgs& a, int t0, int chunk, int tid,
+                                            __half* xs) {
+  constexpr int kGroups = kChunk / 8;  // 16-byte groups per token row
+#pragma unroll
+  for (int j = 0; j < kN * kGroups / kThreads; ++j) {
+    const int i = tid + j * kThreads;
+    const int t = i / kGroups, group = i % kGroups;
+    const int64_t col = int64_t{chunk} * kChunk + group * 8;
+    const bool valid = t0 + t < a.T && col < a.w.cols;
+    const __half* src = valid ? a.x + int64_t{t0 + t} * a.w.cols + col : a.x;
+    copy16_async(xs + t * kStride + group * 8, src, valid);
+  }
+  asm volatile("cp.async.commit_group;");
+}
+
+template <int kN>
+__device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* xs, int warp,
+                                               int lane, float (&acc)[kN / 8][4]) {
+  const int m = lane / 8;
+#pragma unroll
+  for (int ks = 0; ks < kChunk / 16; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(a, ws + (warp * 16 + (m % 2) * 8 + lane % 8) * kStride + ks * 16 + (m / 2) * 8);
+#pragma unroll
+    for (int jp = 0; jp < kN / 16; ++jp) {
+      uint32_t b[4];
+      ldmatrix_x4(b, xs + (jp * 16 + (m / 2) * 8 + lane % 8) * kStride + ks * 16 + (m % 2) * 8);
+      mma_f16(acc[2 * jp], a, b[0], b[1]);
+      mma_f16(acc[2 * jp + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// Element e of n-tile j of this lane's accumulators: its row within the block and token.
+__device__ __forceinline__ int acc_row(int warp, int lane, int e) {
+  return warp * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+}
+__device__ __forceinline__ int acc_token(int lane, int j, int e) {
+  return j * 8 + (lane % 4) * 2 + (e & 1);
+}
+
+// Blocks per SM the registers must allow: as many as shared memory does (228 KB per SM on
+// Hopper), since with 4 warps a block a few blocks are all that hide the loads' latency.
+constexpr int min_blocks(int n_tokens) { return n_tokens <= 32 ? 4 : 3; }
+
+template <class Q, int kN>
+__global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(TileArgs args) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using S = ChunkShape<Q>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto* ws = reinterpret_cast<__half*>(smem_raw);  // [kRows][kStride]
+  __half* xs = ws + kRows * kStride;               // [kN][kStride]
+  __shared__ bool last_split;
+  const QuantMatrix& w = args.w;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t row0 = int64_t{blockIdx.x} * kRows;
+  const int t0 = static_cast<int>(blockIdx.y) * kN;
+  const int n_chunks = static_cast<int>((w.cols + kChunk - 1) / kChunk);
+  const int first = static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int end = min(n_chunks, first + args.chunks_per_split);
+
+  float acc[kN / 8][4] = {};
+  typename Q::P pieces[S::kPerThread];
+  load_pieces<Q>(w, row0, first, tid, pieces);
+  for (int chunk = first; chunk < end; ++chunk) {
+    copy_tokens<kN>(args, t0, chunk, tid, xs);
+    store_pieces<Q>(w, row0, chunk, tid, pieces, ws);
+    asm volatile("cp.async.wait_all;");
+    __syncthreads();
+    if (chunk + 1 < end) load_pieces<Q>(w, row0, chunk + 1, tid, pieces);
+    multiply_chunk<kN>(ws, xs, warp, lane, acc);
+    __syncthreads();
+  }
+
+  const size_t T = static_cast<size_t>(args.T), rows = static_cast<size_t>(w.rows);
+  if (args.splits == 1) {
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = row0 + acc_row(warp, lane, e);
+        const int t = t0 + acc_token(lane, j, e);
+        if (row < w.rows && t < args.T) args.y[t * rows + row] = acc[j][e] * args.inv_scale[t];
+      }
+    return;
+  }
+  float* mine = args.partial + blockIdx.z * T * rows;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = row0 + acc_row(warp, lane, e);
+      const int t = t0 + acc_token(lane, j, e);
+      if (row < w.rows && t < args.T) mine[t * rows + row] = acc[j][e];
+    }
+  __threadfence();
+  __syncthreads();
+  unsigned* count = args.count + blockIdx.y * gridDim.x + blockIdx.x;
+  if (tid == 0) last_split = atomicAdd(count, 1u) == static_cast<unsigned>(args.splits - 1);
+  __syncthreads();
+  if (!last_split) return;
+  __threadfence();
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = row0 + acc_row(warp, lane, e);
+      const int t = t0 + acc_token(lane, j, e);
+      if (row >= w.rows || t >= args.T) continue;
+      float sum = 0.f;  // in split order, whichever split finished last
+      for (int z = 0; z < args.splits; ++z) sum += __ldcg(args.partial + (z * T + t) * rows + row);
+      args.y[t * rows + row] = sum * args.inv_scale[t];
+    }
+  if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+#endif
+}
+
+int sm_count() {
+  static const int n = [] {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+      return 1;
+    return std::max(1, count);
+  }();
+  return n;
+}
+
+int tokens_per_block(int64_t T) { return T <= 16 ? 16 : T <= 32 ? 32 : 64; }
+
+struct Plan {
+  unsigned row_blocks, token_blocks;
+  int chunks_per_split, splits;
+};
+
+// Splits over columns while all blocks still fit on the GPU at once (four per SM, what
+// registers and shared memory allow): more blocks hide more of the loads' latency, but a
+// second wave would add a whole block's latency chain again.
+Plan plan_for(int64_t rows, int64_t cols, int64_t T) {
+  Plan p;
+  p.row_blocks = blocks_for(rows, kRows);
+  p.token_blocks = blocks_for(T, tokens_per_block(T));
+  const int n_chunks = static_cast<int>((cols + kChunk - 1) / kChunk);
+  const int64_t tiles = int64_t{p.row_blocks} * p.token_blocks;
+  const int64_t resident = int64_t{min_blocks(tokens_per_block(T))} * sm_count();
+  const int splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, n_chunks));
+  p.chunks_per_split = (n_chunks + splits - 1) / splits;
+  p.splits = (n_chunks + p.chunks_per_split - 1) / p.chunks_per_split;
+  return p;
+}
+
+template <class Q, int kN>
+cudaError_t set_smem() {
+  return cudaFuncSetAttribute(tile_mma_kernel<Q, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(smem_bytes(kN)));
+}
+
+template <class Q, int kN>
+void launch(const Plan& p, const TileArgs& a, cudaStream_t stream) {
+  const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
+  tile_mma_kernel<Q, kN><<<grid, kThreads, smem_bytes(kN), stream>>>(a);
+}
+
+}  // namespace
+
+cudaError_t prepare_tile_matmul() {
+  int device = 0, major = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (status != cudaSuccess) return status;
+  if (major < 8) return cudaErrorNotSupported;  // mma.sync m16n8k16 and cp.async
+  for (DType type :
+       {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::Q2_K,
+        DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+    with_quant_type(type, [&](auto q) {
+      using Q = decltype(q);
+      for (cudaError_t s : {set_smem<Q, 16>(), set_smem<Q, 32>(), set_smem<Q, 64>()})
+        if (status == cudaSuccess) status = s;
+    });
+  return status;
+}
+
+size_t tile_matmul_partial_floats(int64_t rows, int64_t cols, int64_t T) {
+  const Plan p = plan_for(rows, cols, T);
+  return p.splits > 1 ? static_cast<size_t>(p.splits) * static_cast<size_t>(T * rows) : 0;
+}
+
+size_t tile_matmul_counters(int64_t rows, int64_t T) {
+  return size_t{blocks_for(rows, kRows)} * blocks_for(T, tokens_per_block(T));
+}
+
+cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, const void* x_f16,
+                        const float* inv_scale, int64_t T, float* y, float* partial,
+                        size_t partial_floats, unsigned* counters, size_t n_counters,
+                        cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || T < 1 || cols % layout.block_elems != 0)
+    return cudaErrorInvalidValue;
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  Plan p = plan_for(rows, cols, T);
+  if (p.splits > 1 && (tile_matmul_partial_floats(rows, cols, T) > partial_floats ||
+                       tile_matmul_counters(rows, T) > n_counters)) {
+    p.chunks_per_split = static_cast<int>((cols + kChunk - 1) / kChunk);
+    p.splits = 1;
+  }
+  TileArgs a{quant_matrix(type, w, rows, cols),
+             static_cast<const __half*>(x_f16),
+             inv_scale,
+             y,
+             partial,
+             counters,
+             static_cast<int>(T),
+             p.chunks_per_split,
+             p.splits};
+  const int n = tokens_per_block(T);
+  with_quant_type(type, [&](auto q) {
+    using Q = decltype(q);
+    if (n == 16)
+      launch<Q, 16>(p, a, stream);
+    else if (n == 32)
+      launch<Q, 32>(p, a, stream);
+    else
+      launch<Q, 64>(p, a, stream);
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda::quants

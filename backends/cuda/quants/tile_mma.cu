@@ -28,6 +28,7 @@
 #include "cuda/common.cuh"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/tensor_core.cuh"
 
 namespace hostlm::cuda::quants {
 namespace {
@@ -40,31 +41,6 @@ constexpr int kStride = 264;
 
 constexpr size_t smem_bytes(int n_tokens) {
   return static_cast<size_t>(kRows + n_tokens) * kStride * sizeof(__half);
-}
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                        uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 16 bytes from global to shared, or zeros when !valid (src must still be a valid address).
-__device__ __forceinline__ void copy16_async(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
 }
 
 struct TileArgs {
@@ -182,9 +158,9 @@ __device__ __forceinline__ void copy_tokens(const TileArgs& a, int t0, int chunk
     const int64_t col = int64_t{chunk} * kChunk + group * 8;
     const bool valid = t0 + t < a.T && col < a.w.cols;
     const __half* src = valid ? a.x + int64_t{t0 + t} * a.w.cols + col : a.x;
-    copy16_async(xs + t * kStride + group * 8, src, valid);
+    cp_async_16_or_zero(smem_addr(xs + t * kStride + group * 8), src, valid);
   }
-  asm volatile("cp.async.commit_group;");
+  cp_async_commit();
 }
 
 template <int kN>
@@ -193,14 +169,16 @@ __device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* x
   const int m = lane / 8;
 #pragma unroll
   for (int ks = 0; ks < kChunk / 16; ++ks) {
-    uint32_t a[4];
-    ldmatrix_x4(a, ws + (warp * 16 + (m % 2) * 8 + lane % 8) * kStride + ks * 16 + (m / 2) * 8);
+    unsigned a[4];
+    ldmatrix_x4(
+        a, smem_addr(ws + (warp * 16 + (m % 2) * 8 + lane % 8) * kStride + ks * 16 + (m / 2) * 8));
 #pragma unroll
     for (int jp = 0; jp < kN / 16; ++jp) {
-      uint32_t b[4];
-      ldmatrix_x4(b, xs + (jp * 16 + (m / 2) * 8 + lane % 8) * kStride + ks * 16 + (m % 2) * 8);
-      mma_f16(acc[2 * jp], a, b[0], b[1]);
-      mma_f16(acc[2 * jp + 1], a, b[2], b[3]);
+      unsigned b[4];
+      ldmatrix_x4(
+          b, smem_addr(xs + (jp * 16 + (m / 2) * 8 + lane % 8) * kStride + ks * 16 + (m % 2) * 8));
+      mma_16816(acc[2 * jp], a, b[0], b[1]);
+      mma_16816(acc[2 * jp + 1], a, b[2], b[3]);
     }
   }
 }
@@ -239,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(Tile
   for (int chunk = first; chunk < end; ++chunk) {
     copy_tokens<kN>(args, t0, chunk, tid, xs);
     store_pieces<Q>(w, row0, chunk, tid, pieces, ws);
-    asm volatile("cp.async.wait_all;");
+    cp_async_wait_all();
     __syncthreads();
     if (chunk + 1 < end) load_pieces<Q>(w, row0, chunk + 1, tid, pieces);
     multiply_chunk<kN>(ws, xs, warp, lane, acc);

@@ -65,28 +65,37 @@ struct ChunkShape {
   static_assert(kPieceElems == 16 * Q::kRanges);
 };
 
-// Which weight piece a thread's j-th load is: row r of the block, block bl of the chunk,
-// piece k of that block.
+// The weight piece a thread's j-th load is: row r of the block, block bl of the chunk, piece
+// k of that block, and whether it lies inside the matrix.
+struct PieceSlot {
+  int r, bl, k;
+  int64_t n;  // the block's index in the matrix (row * nb + b)
+  bool inside;
+};
+
 template <class Q>
-__device__ __forceinline__ void piece_at(int tid, int j, int& r, int& bl, int& k) {
+__device__ __forceinline__ PieceSlot piece_slot(const QuantMatrix& w, int64_t row0, int chunk,
+                                                int tid, int j) {
   using S = ChunkShape<Q>;
   const int i = tid + j * kThreads;
-  r = i / S::kPiecesPerRow;
+  PieceSlot s;
+  s.r = i / S::kPiecesPerRow;
   const int in_row = i % S::kPiecesPerRow;
-  bl = in_row / Q::kPieces;
-  k = in_row % Q::kPieces;
+  s.bl = in_row / Q::kPieces;
+  s.k = in_row % Q::kPieces;
+  const int64_t row = row0 + s.r, b = int64_t{chunk} * S::kBlocks + s.bl;
+  s.inside = row < w.rows && b < w.nb;
+  s.n = row * w.nb + b;
+  return s;
 }
 
 template <class Q>
 __device__ __forceinline__ void load_pieces(const QuantMatrix& w, int64_t row0, int chunk, int tid,
                                             typename Q::P (&p)[ChunkShape<Q>::kPerThread]) {
-  using S = ChunkShape<Q>;
 #pragma unroll
-  for (int j = 0; j < S::kPerThread; ++j) {
-    int r, bl, k;
-    piece_at<Q>(tid, j, r, bl, k);
-    const int64_t row = row0 + r, b = int64_t{chunk} * S::kBlocks + bl;
-    if (row < w.rows && b < w.nb) p[j] = Q::load(w, row * w.nb + b, k);
+  for (int j = 0; j < ChunkShape<Q>::kPerThread; ++j) {
+    const PieceSlot s = piece_slot<Q>(w, row0, chunk, tid, j);
+    if (s.inside) p[j] = Q::load(w, s.n, s.k);
   }
 }
 
@@ -125,11 +134,9 @@ __device__ __forceinline__ void store_pieces(const QuantMatrix& w, int64_t row0,
   using S = ChunkShape<Q>;
 #pragma unroll
   for (int j = 0; j < S::kPerThread; ++j) {
-    int r, bl, k;
-    piece_at<Q>(tid, j, r, bl, k);
-    const int64_t row = row0 + r, b = int64_t{chunk} * S::kBlocks + bl;
-    __half* block = ws + r * kStride + bl * Q::kBlockElems;
-    if (row < w.rows && b < w.nb) {
+    const PieceSlot s = piece_slot<Q>(w, row0, chunk, tid, j);
+    __half* block = ws + s.r * kStride + s.bl * Q::kBlockElems;
+    if (s.inside) {
 #pragma unroll
       for (int g = 0; g < Q::kRanges; ++g) {
         uint32_t v[8];
@@ -139,7 +146,7 @@ __device__ __forceinline__ void store_pieces(const QuantMatrix& w, int64_t row0,
         o[1] = make_uint4(v[4], v[5], v[6], v[7]);
       }
     } else {
-      auto* o = reinterpret_cast<uint4*>(block + k * S::kPieceElems);
+      auto* o = reinterpret_cast<uint4*>(block + s.k * S::kPieceElems);
 #pragma unroll
       for (int i = 0; i < S::kPieceElems / 8; ++i) o[i] = make_uint4(0, 0, 0, 0);
     }
@@ -183,12 +190,19 @@ __device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* x
   }
 }
 
-// Element e of n-tile j of this lane's accumulators: its row within the block and token.
-__device__ __forceinline__ int acc_row(int warp, int lane, int e) {
-  return warp * 16 + lane / 4 + (e >= 2 ? 8 : 0);
-}
-__device__ __forceinline__ int acc_token(int lane, int j, int e) {
-  return j * 8 + (lane % 4) * 2 + (e & 1);
+// Calls f(value, row, token) for each of this lane's accumulators inside y: element e of
+// n-tile j is row warp * 16 + lane / 4 (+ 8 for e >= 2), token j * 8 + 2 * (lane % 4) + e % 2.
+template <int kN, class F>
+__device__ __forceinline__ void for_each_output(const float (&acc)[kN / 8][4], int64_t row0, int t0,
+                                                int64_t rows, int T, int warp, int lane, F&& f) {
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = row0 + warp * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+      const int t = t0 + j * 8 + (lane % 4) * 2 + (e & 1);
+      if (row < rows && t < T) f(acc[j][e], static_cast<size_t>(row), static_cast<size_t>(t));
+    }
 }
 
 // Blocks per SM the registers must allow: as many as shared memory does (228 KB per SM on
@@ -225,26 +239,17 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(Tile
   }
 
   const size_t T = static_cast<size_t>(args.T), rows = static_cast<size_t>(w.rows);
+  float* y = args.y;
+  const float* inv_scale = args.inv_scale;
   if (args.splits == 1) {
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = row0 + acc_row(warp, lane, e);
-        const int t = t0 + acc_token(lane, j, e);
-        if (row < w.rows && t < args.T) args.y[t * rows + row] = acc[j][e] * args.inv_scale[t];
-      }
+    for_each_output<kN>(
+        acc, row0, t0, w.rows, args.T, warp, lane,
+        [&](float v, size_t row, size_t t) { y[t * rows + row] = v * inv_scale[t]; });
     return;
   }
   float* mine = args.partial + blockIdx.z * T * rows;
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t row = row0 + acc_row(warp, lane, e);
-      const int t = t0 + acc_token(lane, j, e);
-      if (row < w.rows && t < args.T) mine[t * rows + row] = acc[j][e];
-    }
+  for_each_output<kN>(acc, row0, t0, w.rows, args.T, warp, lane,
+                      [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
   __threadfence();
   __syncthreads();
   unsigned* count = args.count + blockIdx.y * gridDim.x + blockIdx.x;
@@ -252,17 +257,13 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(Tile
   __syncthreads();
   if (!last_split) return;
   __threadfence();
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t row = row0 + acc_row(warp, lane, e);
-      const int t = t0 + acc_token(lane, j, e);
-      if (row >= w.rows || t >= args.T) continue;
-      float sum = 0.f;  // in split order, whichever split finished last
-      for (int z = 0; z < args.splits; ++z) sum += __ldcg(args.partial + (z * T + t) * rows + row);
-      args.y[t * rows + row] = sum * args.inv_scale[t];
-    }
+  const float* partial = args.partial;
+  const int splits = args.splits;
+  for_each_output<kN>(acc, row0, t0, w.rows, args.T, warp, lane, [&](float, size_t row, size_t t) {
+    float sum = 0.f;  // in split order, whichever split finished last
+    for (int z = 0; z < splits; ++z) sum += __ldcg(partial + (z * T + t) * rows + row);
+    y[t * rows + row] = sum * inv_scale[t];
+  });
   if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
 #endif
 }

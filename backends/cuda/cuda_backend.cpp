@@ -68,6 +68,21 @@ void* device_alloc(size_t bytes, const std::string& what) {
               cudaGetErrorString(status));
 }
 
+// The handle of an F32, F16 or BF16 tensor, its data still to be placed; other types that no
+// CUDA path computes with are refused by name.
+Weight plain_weight(const TensorView& view) {
+  if (view.type != DType::F32 && view.type != DType::F16 && view.type != DType::BF16)
+    throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
+                ", which the CUDA backend cannot compute with (it takes f32, f16, bf16, q4_0, "
+                "q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs)");
+  Weight w;
+  w.type = view.type;
+  w.cols = view.cols();
+  w.rows = view.rows();
+  w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, w.rows));
+  return w;
+}
+
 class DeviceBuffer final : public Buffer {
  public:
   DeviceBuffer(size_t n, cudaStream_t stream)
@@ -179,6 +194,7 @@ class CudaBackend final : public Backend {
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     for (void* p : retired_) cudaFree(p);
     for (void* p : weights_) cudaFree(p);
+    for (void* p : host_weights_) cudaFreeHost(p);
     cudaFree(dequant_);
     cudaFree(attention_scratch_);
     cublasDestroy(cublas_);
@@ -191,19 +207,23 @@ class CudaBackend final : public Backend {
 
   Weight load_weight(const TensorView& view) override {
     if (quants::QuantMatmul::supports(view.type)) return quant_->load(view);
-    if (view.type != DType::F32 && view.type != DType::F16 && view.type != DType::BF16)
-      throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
-                  ", which the CUDA backend cannot compute with (it takes f32, f16, bf16, q4_0, "
-                  "q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs)");
-    Weight w;
-    w.type = view.type;
-    w.cols = view.cols();
-    w.rows = view.rows();
-    w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, w.rows));
+    Weight w = plain_weight(view);
     void* device = device_alloc(view.nbytes, "tensor '" + view.name + "'");
     weights_.push_back(device);
     check(cudaMemcpy(device, view.data, view.nbytes, cudaMemcpyHostToDevice), "weight upload");
     w.data = device;
+    return w;
+  }
+
+  Weight load_embedding_table(const TensorView& view) override {
+    if (quants::QuantMatmul::supports(view.type)) return quant_->load_host(view);
+    Weight w = plain_weight(view);
+    void* host = nullptr;
+    check(cudaHostAlloc(&host, view.nbytes, cudaHostAllocMapped | cudaHostAllocWriteCombined),
+          ("pinned host memory for tensor '" + view.name + "'").c_str());
+    host_weights_.push_back(host);
+    std::memcpy(host, view.data, view.nbytes);
+    check(cudaHostGetDevicePointer(&w.data, host, 0), "mapping a host tensor");
     return w;
   }
 
@@ -746,6 +766,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;  // NVIDIA's advice for Hopper
   void* cublas_workspace_ = nullptr;
   std::vector<void*> weights_;
+  std::vector<void*> host_weights_;  // mapped pinned memory (load_embedding_table)
   HostArrayCache host_arrays_;
   IntStaging tokens_, positions_;
   PagedBatchUpload paged_;  // page tables of the current batch, on the device

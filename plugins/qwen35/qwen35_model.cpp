@@ -53,7 +53,13 @@ class Qwen35Model final : public Model {
     };
     auto blk = [](int64_t i, const char* name) { return "blk." + std::to_string(i) + "." + name; };
 
-    token_embd_ = linear("token_embd.weight", c.n_vocab, H);
+    if (c.tied) {
+      token_embd_ = linear("token_embd.weight", c.n_vocab, H);
+    } else {
+      const TensorView view = weights_.require("token_embd.weight", {c.n_vocab, H});
+      info_.weight_bytes += view.nbytes;
+      token_embd_ = backend_.load_embedding_table(view);
+    }
     output_norm_ = norm("output_norm.weight", H);
     output_ = c.tied ? token_embd_ : linear("output.weight", c.n_vocab, H);
 

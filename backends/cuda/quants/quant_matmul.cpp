@@ -54,6 +54,7 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
 
 QuantMatmul::~QuantMatmul() {
   for (void* p : weights_) cudaFree(p);
+  for (void* p : host_weights_) cudaFreeHost(p);
   cudaFree(acts_q_);
   cudaFree(acts_f16_);
   cudaFree(inv_scale_);
@@ -65,7 +66,10 @@ QuantMatmul::~QuantMatmul() {
 
 bool QuantMatmul::supports(DType type) { return is_split_quant(type); }
 
-Weight QuantMatmul::load(const TensorView& view) {
+namespace {
+
+// The handle of a split-form tensor at `data`, after checking that its bytes fit its shape.
+Weight split_weight(const TensorView& view, void* data) {
   const SplitLayout layout = split_layout(view.type);
   const int64_t rows = view.rows(), cols = view.cols();
   const std::string what = "tensor '" + view.name + "' (" + std::string(dtype_name(view.type)) +
@@ -78,16 +82,40 @@ Weight QuantMatmul::load(const TensorView& view) {
   if (view.nbytes != expected)
     throw Error(what + " holds " + std::to_string(view.nbytes) + " bytes; its shape needs " +
                 std::to_string(expected));
-  reserve_scratch(rows, cols);
-  auto* device = static_cast<uint8_t*>(alloc_(view.nbytes, "tensor '" + view.name + "'"));
-  weights_.push_back(device);
-  upload_split(view, device);
   Weight w;
   w.type = view.type;
   w.rows = rows;
   w.cols = cols;
   w.row_bytes = view.nbytes / static_cast<size_t>(std::max<int64_t>(1, rows));
+  w.data = data;
+  return w;
+}
+
+}  // namespace
+
+Weight QuantMatmul::load(const TensorView& view) {
+  Weight w = split_weight(view, nullptr);
+  reserve_scratch(w.rows, w.cols);
+  auto* device = static_cast<uint8_t*>(alloc_(view.nbytes, "tensor '" + view.name + "'"));
+  weights_.push_back(device);
+  upload_split(view, device);
   w.data = device;
+  return w;
+}
+
+Weight QuantMatmul::load_host(const TensorView& view) {
+  Weight w = split_weight(view, nullptr);
+  void* host = nullptr;
+  // Write-combined: written once here, then read only by the GPU, over the bus.
+  check(cudaHostAlloc(&host, view.nbytes, cudaHostAllocMapped | cudaHostAllocWriteCombined),
+        ("pinned host memory for tensor '" + view.name + "' (" + std::to_string(view.nbytes) +
+         " bytes)")
+            .c_str());
+  host_weights_.push_back(host);
+  const SplitLayout layout = split_layout(view.type);
+  split_blocks(layout, static_cast<const uint8_t*>(view.data),
+               view.nbytes / static_cast<size_t>(layout.block_bytes), static_cast<uint8_t*>(host));
+  check(cudaHostGetDevicePointer(&w.data, host, 0), "mapping a host tensor");
   return w;
 }
 
@@ -182,18 +210,19 @@ void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
     return;
   }
   if (T <= tile_tokens_) return tile(w, x, T, y);
-  forget_acts();
   prefill(w, x, T, y);
 }
 
+void QuantMatmul::half_acts(const float* x, int64_t T, int64_t cols) {
+  if (x == f16_x_ && T == f16_T_ && cols == f16_cols_) return;
+  check(acts_to_f16(x, T, cols, acts_f16_, inv_scale_, stream_), "matmul (activations to half)");
+  f16_x_ = x;
+  f16_T_ = T;
+  f16_cols_ = cols;
+}
+
 void QuantMatmul::tile(const Weight& w, const float* x, int64_t T, float* y) {
-  if (x != f16_x_ || T != f16_T_ || w.cols != f16_cols_) {
-    check(acts_to_f16(x, T, w.cols, acts_f16_, inv_scale_, stream_),
-          "matmul (activations to half)");
-    f16_x_ = x;
-    f16_T_ = T;
-    f16_cols_ = w.cols;
-  }
+  half_acts(x, T, w.cols);
   check(tile_matmul(w.type, w.data, w.rows, w.cols, acts_f16_, inv_scale_, T, y, partial_,
                     partial_floats_, counters_, n_counters_, stream_),
         "matmul (tile product)");
@@ -210,8 +239,14 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
   const float one = 1.f, zero = 0.f;
   for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
     const int64_t tc = std::min(kPrefillTokens, T - t0);
-    check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
-          "matmul (activations to half)");
+    // One chunk: the matrices that read the same input (q, k, v; gate, up) convert it once.
+    if (T <= kPrefillTokens) {
+      half_acts(x, T, w.cols);
+    } else {
+      f16_x_ = nullptr;
+      check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
+            "matmul (activations to half)");
+    }
     for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
       const int64_t nr = std::min(tile_rows, w.rows - r0);
       check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
@@ -227,6 +262,8 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
     check(scale_rows(y + t0 * w.rows, w.rows, w.rows, tc, inv_scale_, stream_),
           "matmul (undo activation scale)");
   }
+  const auto* y_end = y + T * w.rows;
+  if (y < x + T * w.cols && x < y_end) forget_acts();
 }
 
 void QuantMatmul::embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out) {

@@ -33,6 +33,8 @@ class QuantMatmul {
   // Uploads a [rows, cols] tensor of a supported type. Throws hostlm::Error naming the tensor
   // when its rows are not whole blocks or its byte size does not match its shape.
   Weight load(const TensorView& view);
+  // The same in mapped pinned host memory, for a table only embed() reads.
+  Weight load_host(const TensorView& view);
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
@@ -58,6 +60,8 @@ class QuantMatmul {
   void upload_split(const TensorView& view, uint8_t* device);
   void prefill(const Weight& w, const float* x, int64_t T, float* y);
   void tile(const Weight& w, const float* x, int64_t T, float* y);
+  // x as half in acts_f16_ (with its per-token scales), unless it is there already.
+  void half_acts(const float* x, int64_t T, int64_t cols);
 
   cudaStream_t stream_;
   cublasHandle_t cublas_;
@@ -65,7 +69,8 @@ class QuantMatmul {
   int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
   AllocFn alloc_;
   std::vector<void*> weights_;
-  uint8_t* staging_ = nullptr;  // pinned host memory for uploads
+  std::vector<void*> host_weights_;  // pinned, mapped (load_host)
+  uint8_t* staging_ = nullptr;       // pinned host memory for uploads
   // Scratch, grown only by load(): int8 activations for the GEMV, half activations and
   // their per-token scales for prefill, and one half tile of dequantized weights.
   void* acts_q_ = nullptr;
@@ -75,7 +80,8 @@ class QuantMatmul {
   int64_t acts_T_ = 0, acts_cols_ = 0;
   void* acts_f16_ = nullptr;
   float* inv_scale_ = nullptr;
-  // The input acts_f16_ holds for the tile product, as acts_x_ for the GEMV.
+  // The input acts_f16_ holds for the tile product and one-chunk prefill, as acts_x_ for
+  // the GEMV.
   const float* f16_x_ = nullptr;
   int64_t f16_T_ = 0, f16_cols_ = 0;
   // Partial sums of tile products split over columns, and their zeroed counters.

@@ -76,6 +76,10 @@ class Backend {
 
   // Memory. load_weight may keep a pointer to `view.data` (the mapping must outlive the model).
   virtual Weight load_weight(const TensorView& view) = 0;
+  // A table that only embed() reads (an untied token embedding). A GPU backend keeps it in
+  // host memory that its kernels read over the bus, as llama.cpp does: a step reads a few
+  // rows of it, and it is the largest tensor of a model.
+  virtual Weight load_embedding_table(const TensorView& view) { return load_weight(view); }
   virtual std::unique_ptr<Buffer> alloc(size_t n_floats) = 0;
   virtual void upload(float* dst, const float* host_src, size_t n) = 0;
   virtual void download(float* host_dst, const float* src, size_t n) = 0;

@@ -146,6 +146,11 @@ TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
     auto out = gpu_->alloc(want.size());
     gpu_->embed(gpu_->load_weight(view_of(type, rows, cols, bytes)), tokens.data(), T, out->data());
     expect_close(want, from_gpu(out->data(), want.size()), "embed", 0.0);
+    // The table in mapped host memory, as an untied model's token embedding is kept.
+    auto host_out = gpu_->alloc(want.size());
+    gpu_->embed(gpu_->load_embedding_table(view_of(type, rows, cols, bytes)), tokens.data(), T,
+                host_out->data());
+    expect_close(want, from_gpu(host_out->data(), want.size()), "embed from host memory", 0.0);
   }
   std::vector<float> zeros(static_cast<size_t>(rows * cols));
   const std::vector<uint8_t> zero_bytes = store(DType::F32, zeros);
@@ -263,7 +268,8 @@ TEST_P(CudaDeltaRule, MatchesCpuWithStateCarried) {
   const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
   std::vector<float> state = random(static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk), -0.5f, 0.5f);
   auto sd = to_gpu(state);
-  for (int64_t T : {3, 1, 6}) {
+  // 77 tokens span three of the kernel's token chunks and end inside one.
+  for (int64_t T : {3, 1, 6, 77}) {
     const std::vector<float> qkv = random(static_cast<size_t>(T * row));
     const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
     const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
@@ -284,7 +290,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaDeltaRule,
                          ::testing::Values(Backend::DeltaRuleShape{2, 4, 16, 16},
                                            Backend::DeltaRuleShape{1, 2, 128, 128},
                                            Backend::DeltaRuleShape{2, 4, 32, 16},
-                                           Backend::DeltaRuleShape{2, 2, 48, 24}));
+                                           Backend::DeltaRuleShape{2, 2, 48, 24},
+                                           Backend::DeltaRuleShape{2, 6, 128, 40},
+                                           Backend::DeltaRuleShape{1, 2, 256, 16}));
 
 // A decode-and-prefill batch through the several-sequence ops: each sequence's rows, conv
 // state and delta-rule state end as the CPU's per-sequence ops leave them. 70 sequences, so
@@ -300,6 +308,7 @@ TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
   lengths[3] = 5;  // prefill chunks between decode rows, one shorter than the conv history
   lengths[40] = 2;
   lengths[69] = 9;
+  lengths[20] = 45;  // more than one token chunk of the delta-rule kernel
   int64_t rows = 0;
   for (int64_t T : lengths) rows += T;
   std::vector<float> conv_states = random(static_cast<size_t>(70 * conv_size));

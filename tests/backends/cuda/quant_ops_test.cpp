@@ -122,7 +122,13 @@ void check_products(const std::vector<float>& w, const std::vector<float>& x, in
     }
 }
 
-class CudaQuantTypes : public CudaQuant, public ::testing::WithParamInterface<QuantCase> {};
+class CudaQuantTypes : public CudaQuant, public ::testing::WithParamInterface<QuantCase> {
+ protected:
+  // Every row of `wg` gathered by embed (reversed, repeated, and at an unaligned output) is
+  // bit-identical to gguf's dequantization.
+  void expect_rows_match_gguf(const QuantCase& c, const testing::QuantReference& ref,
+                              const Weight& wg, int64_t rows, int64_t cols);
+};
 
 // Shapes with few and many pieces per row (a warp's lanes unevenly loaded, rows per block not
 // dividing `rows`, rows shorter than one 256-column tile chunk or ending inside one), every
@@ -172,7 +178,14 @@ TEST_P(CudaQuantTypes, EmbedIsBitIdenticalToGguf) {
   const DTypeTraits tr = dtype_traits(c.type);
   const int64_t rows = static_cast<int64_t>(ref.blocks.size() / tr.block_bytes),
                 cols = tr.block_size;
-  const Weight wg = gpu_->load_weight(view_of("token_embd.weight", c.type, rows, cols, ref.blocks));
+  // Both placements: device memory, and the mapped host memory of an untied embedding table.
+  const TensorView view = view_of("token_embd.weight", c.type, rows, cols, ref.blocks);
+  for (const Weight& wg : {gpu_->load_weight(view), gpu_->load_embedding_table(view)})
+    expect_rows_match_gguf(c, ref, wg, rows, cols);
+}
+
+void CudaQuantTypes::expect_rows_match_gguf(const QuantCase& c, const testing::QuantReference& ref,
+                                            const Weight& wg, int64_t rows, int64_t cols) {
   std::vector<int32_t> tokens;
   for (int64_t r = rows - 1; r >= 0; --r) tokens.push_back(static_cast<int32_t>(r));
   tokens.push_back(0);

@@ -51,7 +51,8 @@ import make_shape_gguf  # noqa: E402  (the released shapes and the per-tensor ty
 
 GIB, MIB = 1024**3, 1024**2
 PAGE_TOKENS = 32
-SERVE_BATCH = 256  # hostlm serve's tokens per step (ModelLoadOptions::max_batch)
+SERVE_BATCH = 256  # hostlm serve's tokens per step on the CPU (ModelLoadOptions::max_batch)
+SERVE_BATCH_GPU = 512  # and on a GPU backend
 KV_BYTES = {"F16": 2.0, "Q8_0": 34 / 32, "F32": 4.0}
 README_SIZES = {"0.8B": "0.8b", "2B": "2b", "4B": "4b", "9B": "9b", "27B": "27b"}
 CONTEXTS = [8192, 32768, 131072, 262144]
@@ -286,7 +287,9 @@ def check(args):
     rows = []
     for ctx in args.ctx:
         r = serve_once(args, ctx, args.fill if ctx == max(args.ctx) else 0)
-        r["formula_plan"] = serve_plan(facts, weights, ctx)
+        on_gpu = " on cpu " not in r["hostlm_plan"]["text"]
+        r["formula_plan"] = serve_plan(facts, weights, ctx,
+                                       batch=SERVE_BATCH_GPU if on_gpu else SERVE_BATCH)
         rows.append(r)
         print(r["hostlm_plan"]["text"], file=sys.stderr)
     print(f"{args.model} on {args.backend}, `hostlm serve --parallel 1 --ctx N`\n")

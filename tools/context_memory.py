@@ -99,7 +99,7 @@ def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH):
     """The plan hostlm's engine makes (host/src/engine/memory_plan.cpp), in bytes."""
     page = int(kv_bytes_per_token(f, kv) * PAGE_TOKENS)
     running = parallel * -(-ctx // PAGE_TOKENS)
-    pages = running + max(64, running // 4)
+    pages = running + max(64, min(running // 4, GIB // page))
     state = recurrent_bytes(f)
     snapshots = max(2, min(4 * parallel, GIB // max(state, 1)))
     width = max(f["h"], 2 * f["nq"] * f["d"], f["cd"], f["hv"] * f["dv"] + 2 * f["hv"], f["ffn"])

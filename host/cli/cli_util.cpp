@@ -34,8 +34,8 @@ void BackendFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--threads", threads, "CPU threads (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--gpu-layers,--ngl", gpu_layers,
-                 "layers on the GPU like llama.cpp's -ngl: -1 all (default), 0 none (CPU); a "
-                 "split between GPU and CPU is not supported yet")
+                 "layers on the GPU like llama.cpp's -ngl: -1 all (default), 0 none (CPU); "
+                 "N in between: the last N layers on the GPU, the first ones on the CPU")
       ->check(CLI::Range(-1, 1 << 20));
 }
 

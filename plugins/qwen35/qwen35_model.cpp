@@ -38,10 +38,20 @@ class Qwen35Model final : public Model {
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
 
-    auto linear = [&](const std::string& name, int64_t rows, int64_t cols) {
+    if (options.host_backend != nullptr && options.gpu_layers >= 0 &&
+        options.gpu_layers < c.n_layers) {
+      host_ = options.host_backend;
+      host_layers_ = c.n_layers - options.gpu_layers;
+      info_.host_layers = host_layers_;
+    }
+    auto linear_on = [&](Backend& b, const std::string& name, int64_t rows, int64_t cols) {
       const TensorView view = weights_.require(name, {rows, cols});
       info_.weight_bytes += view.nbytes;
-      return backend_.load_weight(view);
+      if (&b != &backend_) info_.host_weight_bytes += view.nbytes;
+      return b.load_weight(view);
+    };
+    auto device_linear = [&](const std::string& name, int64_t rows, int64_t cols) {
+      return linear_on(backend_, name, rows, cols);
     };
     auto host_f32 = [&](const std::string& name, std::vector<int64_t> shape) {
       std::vector<float> values = weights_.require_f32(name, std::move(shape));
@@ -53,18 +63,29 @@ class Qwen35Model final : public Model {
     };
     auto blk = [](int64_t i, const char* name) { return "blk." + std::to_string(i) + "." + name; };
 
-    if (c.tied) {
-      token_embd_ = linear("token_embd.weight", c.n_vocab, H);
+    // Split: the embedding runs with the first layers, on the host (a tied table is held
+    // twice, there and as the output head); otherwise an untied table may stay in host memory.
+    if (host_ != nullptr) {
+      token_embd_ = linear_on(*host_, "token_embd.weight", c.n_vocab, H);
+    } else if (c.tied) {
+      token_embd_ = device_linear("token_embd.weight", c.n_vocab, H);
     } else {
       const TensorView view = weights_.require("token_embd.weight", {c.n_vocab, H});
       info_.weight_bytes += view.nbytes;
       token_embd_ = backend_.load_embedding_table(view);
     }
     output_norm_ = norm("output_norm.weight", H);
-    output_ = c.tied ? token_embd_ : linear("output.weight", c.n_vocab, H);
+    if (!c.tied)
+      output_ = device_linear("output.weight", c.n_vocab, H);
+    else
+      output_ = host_ != nullptr ? device_linear("token_embd.weight", c.n_vocab, H) : token_embd_;
 
     int64_t n_attention = 0, n_deltanet = 0;
     for (int64_t i = 0; i < c.n_layers; ++i) {
+      Backend& lb = i < host_layers_ ? *host_ : backend_;
+      auto linear = [&](const std::string& name, int64_t rows, int64_t cols) {
+        return linear_on(lb, name, rows, cols);
+      };
       Layer layer;
       layer.attn_norm = norm(blk(i, "attn_norm.weight"), H);
       layer.post_attention_norm = norm(blk(i, "post_attention_norm.weight"), H);
@@ -84,6 +105,7 @@ class Qwen35Model final : public Model {
         a.k_norm = norm(blk(i, "attn_k_norm.weight"), c.head_dim);
         layer.mixer = std::move(a);
         layer.cache_slot = n_attention++;
+        kv_backends_.push_back(&lb);
       } else {
         GatedDeltaNet d;
         d.shape = {c.n_k_heads, c.n_v_heads, c.dk, c.dv};
@@ -105,6 +127,7 @@ class Qwen35Model final : public Model {
         layout_.recurrent_state = d.recurrent_state_size();
         layer.mixer = std::move(d);
         layer.cache_slot = n_deltanet++;
+        state_backends_.push_back(&lb);
       }
       layer.mlp = SwigluMlp{linear(blk(i, "ffn_gate.weight"), c.ffn, H),
                             linear(blk(i, "ffn_up.weight"), c.ffn, H),
@@ -123,6 +146,12 @@ class Qwen35Model final : public Model {
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
+    if (host_ != nullptr) {
+      host_scratch_ = std::make_unique<modules::Scratch>(*host_, max_batch_, width);
+      host_hidden_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
+      host_normed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
+      host_mixed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
+    }
     // Room for a whole decode step's logits, up to kMaxLogitRows (64 x 248,320 floats is
     // 64 MiB); project_logits works through any count in pieces of this.
     logit_capacity_ = std::clamp<int64_t>(max_batch_, kLogitRows, kMaxLogitRows);
@@ -145,11 +174,18 @@ class Qwen35Model final : public Model {
   const ModelInfo& info() const override { return info_; }
 
   std::unique_ptr<Sequence> new_sequence(int64_t capacity) override {
-    return KvSequence::standalone(backend_, layout_, capacity, DType::F32);
+    return KvSequence::standalone(CachePlacement{kv_backends_, state_backends_}, layout_, capacity,
+                                  DType::F32);
   }
 
   CacheLayout cache_layout() const override { return layout_; }
   Backend* backend() override { return &backend_; }
+  Backend* kv_layer_backend(int64_t kv_layer) override {
+    return kv_backends_.at(static_cast<size_t>(kv_layer));
+  }
+  Backend* state_layer_backend(int64_t state_layer) override {
+    return state_backends_.at(static_cast<size_t>(state_layer));
+  }
 
   int64_t max_batch_tokens() const override { return max_batch_; }
 
@@ -228,6 +264,9 @@ class Qwen35Model final : public Model {
     const bool decode = std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
       return item.tokens.size() == 1 && !item.all_logits;
     });
+    // The host layers of a split model run once, before the device's step: a replayed step
+    // that turns out to differ runs again, and their states must not advance twice.
+    if (host_layers_ > 0) forward_host_layers(items, total);
     // A backend replaying its last recorded step may find at end_step that this step differs
     // and ran nothing (Backend::end_step); the second pass is recorded afresh and runs.
     for (int pass = 0;; ++pass) {
@@ -281,17 +320,36 @@ class Qwen35Model final : public Model {
     return backend_.end_step();
   }
 
-  // Runs the gathered rows through the trunk; leaves the final hidden states in hidden_.
+  // Runs the gathered rows through the trunk's device layers (all of them unless split);
+  // leaves the final hidden states in hidden_.
   void forward_batch(std::span<const BatchItem> items, int64_t T) {
+    run_layers(backend_, *scratch_, hidden_->data(), normed_->data(), mixed_->data(),
+               static_cast<size_t>(host_layers_), items, T);
+  }
+
+  // The first host_layers_ layers on the host backend; their output (the residual stream and
+  // the next layer's normed input) is then copied to the device's buffers.
+  void forward_host_layers(std::span<const BatchItem> items, int64_t T) {
+    const auto n = static_cast<size_t>(T * weights_.config().hidden);
+    run_layers(*host_, *host_scratch_, host_hidden_->data(), host_normed_->data(),
+               host_mixed_->data(), 0, items, T, static_cast<size_t>(host_layers_));
+    backend_.upload(hidden_->data(), host_hidden_->data(), n);
+    backend_.upload(normed_->data(), host_normed_->data(), n);
+  }
+
+  // Layers [first, last) on `b` with its buffers h (residual stream), a (normed input), m.
+  // Layer 0 starts from the embedding; the last layer of all ends with a plain residual add.
+  void run_layers(Backend& b, modules::Scratch& scratch, float* h, float* a, float* m, size_t first,
+                  std::span<const BatchItem> items, int64_t T, size_t last = SIZE_MAX) {
     const int64_t H = weights_.config().hidden;
-    float* h = hidden_->data();
-    float* a = normed_->data();
-    float* m = mixed_->data();
-    backend_.embed(token_embd_, batch_tokens_.data(), T, h);
-    // Each residual add is fused with the norm that follows it (the next layer's input norm
-    // after the MLP), so only the first layer norms on its own and the last adds alone.
-    layers_.front().attn_norm.forward(backend_, h, a, T);
-    for (size_t li = 0; li < layers_.size(); ++li) {
+    last = std::min(last, layers_.size());
+    if (first == 0) {
+      b.embed(token_embd_, batch_tokens_.data(), T, h);
+      // Each residual add is fused with the norm that follows it (the next layer's input
+      // norm after the MLP), so only the first layer norms on its own and the last adds alone.
+      layers_.front().attn_norm.forward(b, h, a, T);
+    }
+    for (size_t li = first; li < last; ++li) {
       const Layer& layer = layers_[li];
       const bool attention = std::holds_alternative<GatedAttention>(layer.mixer);
       slices_.clear();  // capacity kept: no allocation per step
@@ -320,17 +378,17 @@ class Qwen35Model final : public Model {
         row += n;
       }
       if (const auto* attn = std::get_if<GatedAttention>(&layer.mixer))
-        attn->forward(backend_, *scratch_, a, T, positions_.data(), paged_, m);
+        attn->forward(b, scratch, a, T, positions_.data(), paged_, m);
       else
-        std::get<GatedDeltaNet>(layer.mixer).forward(backend_, *scratch_, a, T, slices_, m);
+        std::get<GatedDeltaNet>(layer.mixer).forward(b, scratch, a, T, slices_, m);
       const RmsNorm& post = layer.post_attention_norm;
-      backend_.add_rms_norm(h, m, T, H, post.weight.data(), post.eps, a);
-      layer.mlp.forward(backend_, *scratch_, a, T, m);
+      b.add_rms_norm(h, m, T, H, post.weight.data(), post.eps, a);
+      layer.mlp.forward(b, scratch, a, T, m);
       if (li + 1 == layers_.size()) {
-        backend_.add(h, m, static_cast<size_t>(T * H));
+        b.add(h, m, static_cast<size_t>(T * H));
       } else {
         const RmsNorm& next = layers_[li + 1].attn_norm;
-        backend_.add_rms_norm(h, m, T, H, next.weight.data(), next.eps, a);
+        b.add_rms_norm(h, m, T, H, next.weight.data(), next.eps, a);
       }
     }
   }
@@ -382,6 +440,9 @@ class Qwen35Model final : public Model {
   }
 
   Backend& backend_;
+  Backend* host_ = nullptr;  // a split model's host backend: layers [0, host_layers_)
+  int64_t host_layers_ = 0;
+  std::vector<Backend*> kv_backends_, state_backends_;  // per cache layer
   WeightSource weights_;
   ModelInfo info_;
   Weight token_embd_, output_;
@@ -389,8 +450,9 @@ class Qwen35Model final : public Model {
   std::vector<Layer> layers_;
   CacheLayout layout_;
   int64_t max_batch_ = 1;
-  std::unique_ptr<modules::Scratch> scratch_;
+  std::unique_ptr<modules::Scratch> scratch_, host_scratch_;
   std::unique_ptr<Buffer> hidden_, normed_, mixed_, logits_;
+  std::unique_ptr<Buffer> host_hidden_, host_normed_, host_mixed_;
   std::vector<int32_t> positions_, batch_tokens_;
   std::vector<modules::SequenceSlice> slices_;
   std::vector<PagedSequence> paged_;

@@ -30,6 +30,15 @@ size_t kv_row_bytes(DType type, int64_t width);
 // Bytes one page of one layer takes, keys or values.
 size_t kv_page_bytes(DType type, const CacheLayout& layout);
 
+// Which backend holds each cache layer's storage: the model's backend for every layer, unless
+// the model is split between the CPU and a GPU (--gpu-layers), where each layer's cache lives
+// with the layer (Model::kv_layer_backend / state_layer_backend).
+struct CachePlacement {
+  std::vector<Backend*> kv_layers, state_layers;
+  static CachePlacement uniform(Backend& backend, const CacheLayout& layout);
+  static CachePlacement of(Model& model);
+};
+
 // Frees pages that only a cache holds, when the pool runs dry (the prefix cache).
 class PageReclaimer {
  public:
@@ -46,6 +55,9 @@ class KvPagePool {
  public:
   // Allocates all storage at once (backend memory; on the CPU untouched pages cost nothing).
   KvPagePool(Backend& backend, const CacheLayout& layout, DType type, int64_t n_pages);
+  // Each attention layer's storage on its own backend.
+  KvPagePool(const CachePlacement& placement, const CacheLayout& layout, DType type,
+             int64_t n_pages);
   KvPagePool(const KvPagePool&) = delete;
   KvPagePool& operator=(const KvPagePool&) = delete;
 
@@ -76,13 +88,12 @@ class KvPagePool {
   DType type() const { return type_; }
   size_t page_bytes() const { return page_bytes_; }
   size_t bytes() const;  // all storage
-  Backend& backend() { return backend_; }
 
  private:
-  Backend& backend_;
   CacheLayout layout_;
   DType type_;
   size_t page_bytes_;
+  std::vector<Backend*> layer_backends_;
   std::vector<std::unique_ptr<Buffer>> keys_, values_;  // per attention layer
   std::vector<int32_t> refs_;
   std::vector<int32_t> free_;  // a stack: recently freed pages are reused first
@@ -95,6 +106,8 @@ class KvPagePool {
 class RecurrentStateSlots {
  public:
   RecurrentStateSlots(Backend& backend, const CacheLayout& layout, int64_t n_slots);
+  // Each linear layer's state on its own backend.
+  RecurrentStateSlots(const CachePlacement& placement, const CacheLayout& layout, int64_t n_slots);
   int64_t total() const { return n_slots_; }
   int64_t free_slots() const { return static_cast<int64_t>(free_.size()); }
   // A zeroed slot, or -1 when all are taken.
@@ -102,16 +115,25 @@ class RecurrentStateSlots {
   void release(int32_t slot);
   float* conv(int32_t slot, int64_t state_layer);
   float* recurrent(int32_t slot, int64_t state_layer);
-  float* slot_data(int32_t slot);
   size_t slot_floats() const { return static_cast<size_t>(layout_.state_floats()); }
   size_t bytes() const { return slot_floats() * static_cast<size_t>(n_slots_) * sizeof(float); }
-  Backend& backend() { return backend_; }
+
+  // Runs of consecutive linear layers on one backend; a slot's state in a part is one array.
+  struct Part {
+    Backend* backend;
+    int64_t first_layer, n_layers;
+    std::unique_ptr<Buffer> data;  // n_slots arrays of n_layers * (conv + recurrent) floats
+    size_t slot_floats;
+  };
+  std::span<const Part> parts() const { return parts_; }
+  float* part_slot(const Part& part, int32_t slot) const {
+    return part.data->data() + part.slot_floats * static_cast<size_t>(slot);
+  }
 
  private:
-  Backend& backend_;
   CacheLayout layout_;
   int64_t n_slots_;
-  std::unique_ptr<Buffer> data_;
+  std::vector<Part> parts_;
   std::vector<int32_t> free_;
 };
 
@@ -128,6 +150,9 @@ class KvSequence final : public Sequence {
   // A sequence with its own exactly-sized pool and slot, for single-conversation use.
   static std::unique_ptr<KvSequence> standalone(Backend& backend, const CacheLayout& layout,
                                                 int64_t capacity, DType kv_type = DType::F32);
+  static std::unique_ptr<KvSequence> standalone(const CachePlacement& placement,
+                                                const CacheLayout& layout, int64_t capacity,
+                                                DType kv_type = DType::F32);
   ~KvSequence() override;
   KvSequence(const KvSequence&) = delete;
   KvSequence& operator=(const KvSequence&) = delete;

@@ -35,9 +35,10 @@ struct ModelLoadOptions {
   // 512-token prompts, 908 t/s aggregate at 256, 1,048 at 512), and 256 on the CPU.
   int64_t max_batch = 0;
   // Layers on the GPU, as llama.cpp's -ngl: -1 or at least the model's layer count, all of
-  // them (on the backend chosen above); 0, none: the CPU backend. Splitting a model between
-  // the GPU and the CPU is not supported yet: a count in between is refused with a GPU
-  // backend (and does nothing with the CPU one, as -ngl without a GPU).
+  // them (on the backend chosen above); 0, none: the CPU backend. A count in between splits
+  // the model: the last N layers and the output head on the GPU, the first ones and the
+  // token embedding on the CPU (printed at load). Does nothing with the CPU backend, as -ngl
+  // without a GPU.
   int gpu_layers = -1;
 };
 
@@ -49,10 +50,13 @@ class LoadedModel {
   Model& model() { return *model_; }
   Backend& backend() { return *backend_; }
   const ModelFiles& files() const { return files_.files(); }
+  // A split model's CPU part (ModelLoadOptions::gpu_layers), else null.
+  Backend* host_backend() { return host_backend_.get(); }
 
  private:
   OpenedModelFiles files_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> host_backend_;
   std::unique_ptr<Model> model_;
 };
 

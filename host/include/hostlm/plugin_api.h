@@ -27,13 +27,18 @@ class HfCheckpoint;
 // An opened model file, as the host found it.
 struct ModelFiles {
   std::filesystem::path path;
-  std::string architecture;         // GGUF general.architecture or HF architectures[0]
-  const GgufFile* gguf = nullptr;   // exactly one of gguf / hf is set
+  std::string architecture;        // GGUF general.architecture or HF architectures[0]
+  const GgufFile* gguf = nullptr;  // exactly one of gguf / hf is set
   const HfCheckpoint* hf = nullptr;
 };
 
 struct LoadOptions {
   int64_t max_batch = 256;  // tokens evaluated per forward call (prompts are chunked)
+  // A split between devices, like llama.cpp's -ngl: with host_backend set and 0 <= gpu_layers
+  // < the model's layer count, the last gpu_layers layers (and the output head) run on the
+  // backend given to load, the first ones and the token embedding on host_backend (the CPU).
+  Backend* host_backend = nullptr;
+  int64_t gpu_layers = -1;
 };
 
 struct ModelInfo {
@@ -41,9 +46,12 @@ struct ModelInfo {
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;
   int64_t n_layers = 0;
-  std::string description;  // one line for humans
+  std::string description;   // one line for humans
   size_t weight_bytes = 0;   // weights as the backend holds them
   size_t scratch_bytes = 0;  // activation buffers of one forward call of max_batch_tokens
+  // A split model (LoadOptions::host_backend): layers and weight bytes on the host backend.
+  int64_t host_layers = 0;
+  size_t host_weight_bytes = 0;
 };
 
 // What one sequence of a model keeps between calls (see hostlm/kv_cache.h): KV pages for
@@ -66,8 +74,8 @@ struct CacheLayout {
 class Sequence {
  public:
   virtual ~Sequence() = default;
-  virtual int64_t n_past() const = 0;     // tokens evaluated so far
-  virtual int64_t capacity() const = 0;   // most tokens it can hold
+  virtual int64_t n_past() const = 0;    // tokens evaluated so far
+  virtual int64_t capacity() const = 0;  // most tokens it can hold
 };
 
 class Model {
@@ -101,6 +109,10 @@ class Model {
   // returns an empty layout or no backend can only be used through new_sequence.
   virtual CacheLayout cache_layout() const { return {}; }
   virtual Backend* backend() { return nullptr; }
+  // Where a split model keeps each cache layer (full-attention layer i's pages, linear layer
+  // i's state): with the layer. Unsplit: backend().
+  virtual Backend* kv_layer_backend(int64_t /*kv_layer*/) { return backend(); }
+  virtual Backend* state_layer_backend(int64_t /*state_layer*/) { return backend(); }
 
   // Embeddings (Ollama /api/embed, OpenAI /v1/embeddings): appends `tokens` to `seq` as
   // eval does and writes the final hidden state of each token, after the output norm, into
@@ -131,11 +143,11 @@ using hostlm_plugin_create_fn = hostlm::ArchitecturePlugin*();
 }
 
 // Use once in a plugin's source: HOSTLM_DECLARE_PLUGIN(MyPluginClass)
-#define HOSTLM_DECLARE_PLUGIN(PluginClass)                                          \
+#define HOSTLM_DECLARE_PLUGIN(PluginClass)                                            \
   extern "C" __attribute__((visibility("default"))) int hostlm_plugin_abi_version() { \
     return HOSTLM_PLUGIN_ABI_VERSION;                                                 \
   }                                                                                   \
-  extern "C" __attribute__((visibility("default")))                                   \
-  hostlm::ArchitecturePlugin* hostlm_plugin_create() {                                \
+  extern "C" __attribute__((visibility("default"))) hostlm::ArchitecturePlugin*       \
+  hostlm_plugin_create() {                                                            \
     return new PluginClass();                                                         \
   }

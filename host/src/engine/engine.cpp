@@ -127,9 +127,10 @@ struct Engine::Impl {
     if (options.log_memory) std::fputs(plan.describe().c_str(), stderr);
     Backend& backend = *model.backend();
     const CacheLayout layout = model.cache_layout();
-    pool = std::make_unique<KvPagePool>(backend, layout, options.kv_type, plan.kv_pages);
-    running_slots = std::make_unique<RecurrentStateSlots>(backend, layout, options.max_sequences);
-    snapshot_slots = std::make_unique<RecurrentStateSlots>(backend, layout, plan.snapshot_slots);
+    const CachePlacement placement = CachePlacement::of(model);
+    pool = std::make_unique<KvPagePool>(placement, layout, options.kv_type, plan.kv_pages);
+    running_slots = std::make_unique<RecurrentStateSlots>(placement, layout, options.max_sequences);
+    snapshot_slots = std::make_unique<RecurrentStateSlots>(placement, layout, plan.snapshot_slots);
     logits_rows =
         std::make_unique<LogitsRows>(backend, options.max_sequences, model.info().n_vocab);
     if (options.prefix_cache) cache = std::make_unique<engine::PrefixCache>(*pool, *snapshot_slots);

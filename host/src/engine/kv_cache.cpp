@@ -52,16 +52,47 @@ size_t kv_page_bytes(DType type, const CacheLayout& layout) {
   return kv_row_bytes(type, layout.kv_width()) * static_cast<size_t>(kKvPageTokens);
 }
 
+// ---- CachePlacement ------------------------------------------------------------------------
+
+CachePlacement CachePlacement::uniform(Backend& backend, const CacheLayout& layout) {
+  CachePlacement p;
+  p.kv_layers.assign(static_cast<size_t>(layout.n_kv_layers), &backend);
+  p.state_layers.assign(static_cast<size_t>(layout.n_state_layers), &backend);
+  return p;
+}
+
+CachePlacement CachePlacement::of(Model& model) {
+  const CacheLayout layout = model.cache_layout();
+  CachePlacement p;
+  for (int64_t l = 0; l < layout.n_kv_layers; ++l) p.kv_layers.push_back(model.kv_layer_backend(l));
+  for (int64_t l = 0; l < layout.n_state_layers; ++l)
+    p.state_layers.push_back(model.state_layer_backend(l));
+  for (const auto* layers : {&p.kv_layers, &p.state_layers})
+    for (Backend* b : *layers)
+      if (b == nullptr) throw Error("the model names no backend for one of its cache layers");
+  return p;
+}
+
 // ---- KvPagePool ----------------------------------------------------------------------------
 
 KvPagePool::KvPagePool(Backend& backend, const CacheLayout& layout, DType type, int64_t n_pages)
-    : backend_(backend), layout_(layout), type_(type), page_bytes_(kv_page_bytes(type, layout)) {
+    : KvPagePool(CachePlacement::uniform(backend, layout), layout, type, n_pages) {}
+
+KvPagePool::KvPagePool(const CachePlacement& placement, const CacheLayout& layout, DType type,
+                       int64_t n_pages)
+    : layout_(layout),
+      type_(type),
+      page_bytes_(kv_page_bytes(type, layout)),
+      layer_backends_(placement.kv_layers) {
   if (n_pages < 0 || n_pages > INT32_MAX) throw Error("invalid KV page count");
+  if (static_cast<int64_t>(layer_backends_.size()) != layout.n_kv_layers)
+    throw Error("KV placement names " + std::to_string(layer_backends_.size()) +
+                " layers, the layout " + std::to_string(layout.n_kv_layers));
   // Page copies go through copy_rows, which moves whole floats.
   if (page_bytes_ % sizeof(float) != 0) throw Error("KV page size is not a whole number of floats");
-  for (int64_t l = 0; l < layout.n_kv_layers; ++l) {
-    keys_.push_back(alloc_bytes(backend, page_bytes_ * static_cast<size_t>(n_pages)));
-    values_.push_back(alloc_bytes(backend, page_bytes_ * static_cast<size_t>(n_pages)));
+  for (Backend* backend : layer_backends_) {
+    keys_.push_back(alloc_bytes(*backend, page_bytes_ * static_cast<size_t>(n_pages)));
+    values_.push_back(alloc_bytes(*backend, page_bytes_ * static_cast<size_t>(n_pages)));
   }
   refs_.assign(static_cast<size_t>(n_pages), 0);
   free_.reserve(static_cast<size_t>(n_pages));
@@ -114,9 +145,9 @@ void KvPagePool::copy(int32_t dst, int32_t src, int64_t n_tokens) {
   for (int64_t l = 0; l < layout_.n_kv_layers; ++l)
     for (auto* storage : {&keys_, &values_}) {
       float* base = (*storage)[static_cast<size_t>(l)]->data();
-      backend_.copy_rows(base + page_floats * static_cast<size_t>(dst), n,
-                         base + page_floats * static_cast<size_t>(src), n, 1,
-                         static_cast<int64_t>(n));
+      layer_backends_[static_cast<size_t>(l)]->copy_rows(
+          base + page_floats * static_cast<size_t>(dst), n,
+          base + page_floats * static_cast<size_t>(src), n, 1, static_cast<int64_t>(n));
     }
 }
 
@@ -139,9 +170,26 @@ size_t KvPagePool::bytes() const {
 
 RecurrentStateSlots::RecurrentStateSlots(Backend& backend, const CacheLayout& layout,
                                          int64_t n_slots)
-    : backend_(backend), layout_(layout), n_slots_(n_slots) {
+    : RecurrentStateSlots(CachePlacement::uniform(backend, layout), layout, n_slots) {}
+
+RecurrentStateSlots::RecurrentStateSlots(const CachePlacement& placement, const CacheLayout& layout,
+                                         int64_t n_slots)
+    : layout_(layout), n_slots_(n_slots) {
   if (n_slots < 0 || n_slots > INT32_MAX) throw Error("invalid state slot count");
-  data_ = backend.alloc(std::max<size_t>(1, slot_floats() * static_cast<size_t>(n_slots)));
+  if (static_cast<int64_t>(placement.state_layers.size()) != layout.n_state_layers)
+    throw Error("state placement names " + std::to_string(placement.state_layers.size()) +
+                " layers, the layout " + std::to_string(layout.n_state_layers));
+  const auto layer_floats = static_cast<size_t>(layout.conv_state + layout.recurrent_state);
+  for (int64_t l = 0; l < layout.n_state_layers; ++l) {
+    Backend* b = placement.state_layers[static_cast<size_t>(l)];
+    if (parts_.empty() || parts_.back().backend != b) parts_.push_back(Part{b, l, 0, nullptr, 0});
+    ++parts_.back().n_layers;
+  }
+  for (Part& part : parts_) {
+    part.slot_floats = layer_floats * static_cast<size_t>(part.n_layers);
+    part.data =
+        part.backend->alloc(std::max<size_t>(1, part.slot_floats * static_cast<size_t>(n_slots)));
+  }
   for (int64_t s = n_slots - 1; s >= 0; --s) free_.push_back(static_cast<int32_t>(s));
 }
 
@@ -149,7 +197,8 @@ int32_t RecurrentStateSlots::acquire() {
   if (free_.empty()) return -1;
   const int32_t slot = free_.back();
   free_.pop_back();
-  if (slot_floats() > 0) backend_.fill(slot_data(slot), 0.f, slot_floats());
+  for (const Part& part : parts_)
+    if (part.slot_floats > 0) part.backend->fill(part_slot(part, slot), 0.f, part.slot_floats);
   return slot;
 }
 
@@ -159,13 +208,13 @@ void RecurrentStateSlots::release(int32_t slot) {
   free_.push_back(slot);
 }
 
-float* RecurrentStateSlots::slot_data(int32_t slot) {
-  return data_->data() + slot_floats() * static_cast<size_t>(slot);
-}
-
 float* RecurrentStateSlots::conv(int32_t slot, int64_t state_layer) {
-  return slot_data(slot) +
-         static_cast<size_t>(state_layer * (layout_.conv_state + layout_.recurrent_state));
+  for (const Part& part : parts_)
+    if (state_layer < part.first_layer + part.n_layers)
+      return part_slot(part, slot) +
+             static_cast<size_t>((state_layer - part.first_layer) *
+                                 (layout_.conv_state + layout_.recurrent_state));
+  throw Error("state layer " + std::to_string(state_layer) + " is out of range");
 }
 
 float* RecurrentStateSlots::recurrent(int32_t slot, int64_t state_layer) {
@@ -174,11 +223,18 @@ float* RecurrentStateSlots::recurrent(int32_t slot, int64_t state_layer) {
 
 void copy_state(RecurrentStateSlots& dst, int32_t dst_slot, RecurrentStateSlots& src,
                 int32_t src_slot) {
-  const size_t n = src.slot_floats();
-  if (n != dst.slot_floats()) throw Error("state slots of different layouts");
-  if (n == 0) return;
-  src.backend().copy_rows(dst.slot_data(dst_slot), n, src.slot_data(src_slot), n, 1,
-                          static_cast<int64_t>(n));
+  if (src.slot_floats() != dst.slot_floats() || src.parts().size() != dst.parts().size())
+    throw Error("state slots of different layouts");
+  for (size_t i = 0; i < src.parts().size(); ++i) {
+    const auto& from = src.parts()[i];
+    const auto& to = dst.parts()[i];
+    if (from.backend != to.backend || from.slot_floats != to.slot_floats)
+      throw Error("state slots placed differently");
+    if (from.slot_floats == 0) continue;
+    const auto n = static_cast<int64_t>(from.slot_floats);
+    from.backend->copy_rows(dst.part_slot(to, dst_slot), from.slot_floats,
+                            src.part_slot(from, src_slot), from.slot_floats, 1, n);
+  }
 }
 
 // ---- KvSequence ----------------------------------------------------------------------------
@@ -186,8 +242,8 @@ void copy_state(RecurrentStateSlots& dst, int32_t dst_slot, RecurrentStateSlots&
 struct KvSequence::Owned {
   KvPagePool pool;
   RecurrentStateSlots states;
-  Owned(Backend& backend, const CacheLayout& layout, DType type, int64_t pages)
-      : pool(backend, layout, type, pages), states(backend, layout, 1) {}
+  Owned(const CachePlacement& placement, const CacheLayout& layout, DType type, int64_t pages)
+      : pool(placement, layout, type, pages), states(placement, layout, 1) {}
 };
 
 KvSequence::KvSequence(KvPagePool& pool, RecurrentStateSlots& states, int64_t capacity)
@@ -200,8 +256,14 @@ KvSequence::KvSequence(KvPagePool& pool, RecurrentStateSlots& states, int64_t ca
 
 std::unique_ptr<KvSequence> KvSequence::standalone(Backend& backend, const CacheLayout& layout,
                                                    int64_t capacity, DType kv_type) {
+  return standalone(CachePlacement::uniform(backend, layout), layout, capacity, kv_type);
+}
+
+std::unique_ptr<KvSequence> KvSequence::standalone(const CachePlacement& placement,
+                                                   const CacheLayout& layout, int64_t capacity,
+                                                   DType kv_type) {
   if (capacity <= 0) throw Error("a sequence needs a capacity of at least one token");
-  auto owned = std::make_unique<Owned>(backend, layout, kv_type,
+  auto owned = std::make_unique<Owned>(placement, layout, kv_type,
                                        (capacity + kKvPageTokens - 1) / kKvPageTokens);
   auto seq = std::make_unique<KvSequence>(owned->pool, owned->states, capacity);
   seq->owned_ = std::move(owned);

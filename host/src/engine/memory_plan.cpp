@@ -54,9 +54,13 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
   } else {
     int64_t extra = 0;
     if (o.prefix_cache) {
-      const size_t cache_bytes = o.prefix_cache_bytes > 0
-                                     ? o.prefix_cache_bytes
-                                     : static_cast<size_t>(running_pages) * page_bytes / 4;
+      // Automatic: a quarter more than the running contexts, but at most 1 GiB. The cache
+      // also lives in whatever pages running requests leave free, and on a GPU the whole pool
+      // is allocated at load: a quarter of a 262K window would be 4 GiB on the 27B shape.
+      const size_t cache_bytes =
+          o.prefix_cache_bytes > 0
+              ? o.prefix_cache_bytes
+              : std::min(static_cast<size_t>(running_pages) * page_bytes / 4, kGiB);
       extra = page_bytes > 0 ? std::max<int64_t>(64, static_cast<int64_t>(cache_bytes / page_bytes))
                              : 0;
     }
@@ -76,6 +80,21 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
         2, std::min<int64_t>(4 * int64_t{o.max_sequences}, static_cast<int64_t>(kGiB / per)));
   p.state_bytes =
       p.state_bytes_per_sequence * static_cast<size_t>(o.max_sequences + p.snapshot_slots);
+  p.host_layers = model.info().host_layers;
+  if (p.host_layers > 0) {
+    p.host_weight_bytes = model.info().host_weight_bytes;
+    const CachePlacement placement = CachePlacement::of(model);
+    const auto off_device = [&](const std::vector<Backend*>& layers) {
+      return static_cast<size_t>(std::count_if(layers.begin(), layers.end(),
+                                               [&](Backend* b) { return b != model.backend(); }));
+    };
+    if (layout.n_kv_layers > 0)
+      p.host_kv_bytes = p.kv_pool_bytes / static_cast<size_t>(layout.n_kv_layers) *
+                        off_device(placement.kv_layers);
+    if (layout.n_state_layers > 0)
+      p.host_state_bytes = p.state_bytes / static_cast<size_t>(layout.n_state_layers) *
+                           off_device(placement.state_layers);
+  }
   if (p.backend == "cpu") {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const size_t ram =

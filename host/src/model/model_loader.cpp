@@ -1,5 +1,7 @@
 #include "hostlm/model_loader.h"
 
+#include <cstdio>
+
 #include "hostlm/error.h"
 
 namespace hostlm {
@@ -51,13 +53,28 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   load.max_batch = options.max_batch > 0       ? options.max_batch
                    : backend_->name() == "cpu" ? 256
                                                : 512;
+  if (options.gpu_layers > 0 && backend_->name() != "cpu") {
+    // The plugin splits only when the count is below its layer count; otherwise it ignores
+    // the host backend, which is then dropped.
+    host_backend_ = create_backend("cpu");
+    host_backend_->set_threads(options.threads);
+    load.host_backend = host_backend_.get();
+    load.gpu_layers = options.gpu_layers;
+  }
   model_ = plugin.load(files_.files(), *backend_, load);
-  const int64_t layers = model_->info().n_layers;
-  if (options.gpu_layers > 0 && options.gpu_layers < layers && backend_->name() != "cpu")
-    throw Error(path.string() + ": gpu layers " + std::to_string(options.gpu_layers) + " of " +
-                std::to_string(layers) +
-                ": splitting a model between the GPU and the CPU is not supported yet; use -1 "
-                "(all layers on the GPU) or 0 (the CPU backend)");
+  const ModelInfo& info = model_->info();
+  if (info.host_layers == 0) {
+    host_backend_.reset();
+    return;
+  }
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(info.host_weight_bytes) / (1 << 30));
+  std::fprintf(stderr,
+               "hostlm: %lld of %lld layers and the output head on %s; layers 0-%lld and the "
+               "token embedding on the CPU (%s GiB of weights in host memory)\n",
+               static_cast<long long>(info.n_layers - info.host_layers),
+               static_cast<long long>(info.n_layers), backend_->name().c_str(),
+               static_cast<long long>(info.host_layers - 1), gib);
 }
 
 }  // namespace hostlm

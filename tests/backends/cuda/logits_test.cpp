@@ -110,22 +110,33 @@ TEST_P(CudaQwen35, PrefillChunkedAndTokenByTokenAgree) {
   EXPECT_LT(worst_chunked / scale, 1e-5);
 }
 
-// --gpu-layers between 0 and the layer count would split the model, which is refused by
-// name; the full count (or more, as -ngl 99) loads on the GPU.
-TEST_P(CudaQwen35, PartialGpuLayersAreRefusedClearly) {
+// --gpu-layers between 0 and the layer count splits the model: the first layers on the CPU,
+// the rest on the GPU. Its logits match the CPU backend's over a prefill and single-token
+// decode steps (the decode steps go through the recorded-step path with the CPU layers run
+// once before it); the full count (or more, as -ngl 99) loads unsplit.
+TEST_P(CudaQwen35, PartialGpuLayersSplitTheModelAndMatchTheCpu) {
   const ReferenceModel ref = load_reference(GetParam());
+  const auto& tokens = ref.sequences.back().tokens;
   PluginRegistry registry;
+  LoadedModel cpu(registry, ref.folder, on("cpu"));
+  const std::vector<float> want = all_logits(cpu.model(), tokens);
   ModelLoadOptions options = on("cuda");
   options.gpu_layers = 1;
-  try {
-    LoadedModel loaded(registry, ref.folder, options);
-    ADD_FAILURE() << "a split of the model loaded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported yet"), std::string::npos) << e.what();
-  }
+  LoadedModel split(registry, ref.folder, options);
+  ASSERT_NE(split.host_backend(), nullptr);
+  EXPECT_EQ(split.model().info().host_layers, split.model().info().n_layers - 1);
+  const std::vector<float> got = all_logits(split.model(), tokens);
+  ASSERT_EQ(want.size(), got.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::abs(want[i] - got[i])));
+  EXPECT_LT(worst / max_abs(want), 1e-5) << "max |split - cpu| = " << worst;
+  EXPECT_EQ(testing::greedy_generate(split.model(), ref.greedy_prompt, ref.greedy_generated.size()),
+            ref.greedy_generated);
   options.gpu_layers = 99;
   LoadedModel all(registry, ref.folder, options);
   EXPECT_EQ(all.backend().name(), "cuda");
+  EXPECT_EQ(all.host_backend(), nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, CudaQwen35, ::testing::ValuesIn(kModels), [](const auto& p) {

@@ -1,7 +1,7 @@
 // ModelLoadOptions::gpu_layers (the CLI's --gpu-layers, llama.cpp's -ngl): 0 picks the CPU
 // backend, a count that the CPU backend cannot honour changes nothing, and a bad count or a
-// contradiction with the asked backend is a clear error. (The refusal of a GPU/CPU split
-// needs a GPU: tests/backends/cuda/logits_test.cpp.)
+// contradiction with the asked backend is a clear error. (A GPU/CPU split needs a GPU:
+// tests/backends/cuda/logits_test.cpp; its plumbing: tests/host/engine/split_model_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -112,14 +112,10 @@ class ModelHandle:
     def _load_local(self):
         s = self.spec
         started = time.monotonic()
+        # Between 0 and the layer count the library splits the model (the first layers on
+        # the CPU, the rest on the GPU) and prints the split.
         model = CModel(s.path, backend=self._backend_to_ask(), threads=s.threads,
-                       context=s.context)
-        layers = model.n_layers
-        if model.backend == "cuda" and 0 < s.gpu_layers < layers:
-            model.close()
-            raise HostLMError(
-                f"gpu_layers {s.gpu_layers} of {layers}: splitting a model between GPU and CPU "
-                "is not supported yet; use -1 (all layers on the GPU) or 0 (CPU only)")
+                       context=s.context, gpu_layers=s.gpu_layers)
         if s.gpu_layers > 0 and model.backend != "cuda":
             log.warning("hostlm: %s asked for %d GPU layers but runs on %s", s.label,
                         s.gpu_layers, model.backend)

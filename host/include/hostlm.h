@@ -17,7 +17,7 @@ extern "C" {
 /* Bumped whenever a struct layout or a signature below changes, so a binding can refuse a
  * library it was not written for (compare with hostlm_c_api_version()). New functions are
  * added without a bump: a binding that wants one looks its symbol up. */
-#define HOSTLM_C_API_VERSION 2
+#define HOSTLM_C_API_VERSION 3
 
 /* Error codes: 0 is success, every failure is negative. */
 #define HOSTLM_OK 0
@@ -53,6 +53,9 @@ typedef struct hostlm_model_params {
   const char* kv_type;  /* KV cache rows: "f16", "q8_0" or "f32"; NULL means "f16" */
   int32_t prefix_cache; /* 1: reuse the pages and state of earlier prompts' prefixes; 0: off */
   int64_t kv_cache_mib; /* KV page pool in MiB; 0: enough for max_sequences full contexts */
+  /* Since version 3. Layers on the GPU, as hostlm's --gpu-layers and llama.cpp's -ngl: -1 all,
+   * 0 none (the CPU backend), N in between the last N (the first ones run on the CPU). */
+  int32_t gpu_layers;
 } hostlm_model_params;
 
 /* Defaults the caller then edits. */

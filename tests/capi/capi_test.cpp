@@ -69,6 +69,27 @@ TEST(CapiLoad, BadPathReturnsNullWithAMessageNamingIt) {
   hostlm_model_free(nullptr);  // ignored
 }
 
+// gpu_layers as --gpu-layers: -1 by default, 0 the CPU backend, a bad count named, and a
+// contradiction with the asked backend refused (a split needs a GPU: the CUDA tests).
+TEST(CapiLoad, GpuLayersAreCheckedAndUsed) {
+  hostlm_model_params p = hostlm_model_default_params();
+  EXPECT_EQ(p.gpu_layers, -1);
+  p.context = 256;
+  p.gpu_layers = 0;
+  hostlm_model* m = hostlm_model_load(model_path().c_str(), p);
+  ASSERT_NE(m, nullptr) << hostlm_last_error();
+  EXPECT_STREQ(hostlm_model_backend(m), "cpu");
+  hostlm_model_free(m);
+  p.gpu_layers = -2;
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("-2"), std::string::npos) << hostlm_last_error();
+  p.gpu_layers = 0;
+  p.backend = "cuda";
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("gpu layers 0"), std::string::npos)
+      << hostlm_last_error();
+}
+
 TEST(CapiLoad, CacheOptionsAreCheckedAndUsed) {
   hostlm_model_params p = hostlm_model_default_params();
   EXPECT_STREQ(p.kv_type, "f16");

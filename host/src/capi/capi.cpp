@@ -301,6 +301,7 @@ hostlm_model_params hostlm_model_default_params(void) {
   p.kv_type = "f16";
   p.prefix_cache = engine.prefix_cache ? 1 : 0;
   p.kv_cache_mib = 0;
+  p.gpu_layers = -1;
   return p;
 }
 
@@ -322,6 +323,7 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     hostlm::ModelLoadOptions options;
     options.backend = params.backend ? params.backend : "auto";
     options.threads = params.threads;
+    options.gpu_layers = params.gpu_layers;  // the loader names a bad count
     {
       std::lock_guard lock(registry_mutex);
       m->loaded = std::make_unique<hostlm::LoadedModel>(registry(), path, options);

@@ -274,6 +274,10 @@ class ErrorTest(PackageFixture):
     def test_contradicting_backend_and_gpu_layers(self):
         self.assertFails("gpu_layers 0", self.load, TINY, backend="cuda", gpu_layers=0)
 
+    def test_gpu_layers_reach_the_library(self):
+        # The C API (version 3) checks the count, as hostlm's --gpu-layers does.
+        self.assertFails("gpu layers: -2", self.load, TINY, gpu_layers=-2)
+
     def test_bad_generation_inputs(self):
         model = self.load(TINY, context=256)
         generate, chat = self.nodes["HostLMGenerate"](), self.nodes["HostLMChat"]()

@@ -37,6 +37,13 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
+  return m;
+}
+
 class CudaQwen35 : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -66,9 +73,7 @@ TEST_P(CudaQwen35, LogitsMatchCpuBackend) {
   const std::vector<float> want = all_logits(cpu.model(), tokens);
   const std::vector<float> got = all_logits(gpu.model(), tokens);
   ASSERT_EQ(want.size(), got.size());
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, static_cast<double>(std::abs(want[i] - got[i])));
+  const double worst = max_abs_diff(want, got);
   EXPECT_LT(worst / max_abs(want), 1e-5) << "max |cuda - cpu| = " << worst;
 }
 
@@ -127,9 +132,7 @@ TEST_P(CudaQwen35, PartialGpuLayersSplitTheModelAndMatchTheCpu) {
   EXPECT_EQ(split.model().info().host_layers, split.model().info().n_layers - 1);
   const std::vector<float> got = all_logits(split.model(), tokens);
   ASSERT_EQ(want.size(), got.size());
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, static_cast<double>(std::abs(want[i] - got[i])));
+  const double worst = max_abs_diff(want, got);
   EXPECT_LT(worst / max_abs(want), 1e-5) << "max |split - cpu| = " << worst;
   EXPECT_EQ(testing::greedy_generate(split.model(), ref.greedy_prompt, ref.greedy_generated.size()),
             ref.greedy_generated);

@@ -36,11 +36,17 @@ __device__ __forceinline__ void column_sum2(float& a, float& b) {
   }
 }
 
+// Tokens per chunk for prefill: the q and k tiles take at most 32 KiB.
+constexpr int prefill_chunk(int dk_pad) { return dk_pad <= 128 ? 32 : 16; }
+// For decode steps (every sequence of the launch has at most this many tokens): small tiles, so
+// that more blocks fit on an SM.
+constexpr int kDecodeChunk = 4;
+
 // kPerLane: state values per lane, so dk is padded to kLanesPerColumn * kPerLane (zeros).
-template <int kPerLane>
+template <int kPerLane, int kChunkTokens>
 struct DeltaShape {
   static constexpr int kDkPad = kLanesPerColumn * kPerLane;
-  static constexpr int kChunk = kDkPad <= 128 ? 32 : 16;    // q and k tiles: at most 32 KiB
+  static constexpr int kChunk = kChunkTokens;
   static constexpr int kVec = kPerLane < 4 ? kPerLane : 4;  // floats per shared-memory read
   // Lane g of a column holds state values d = kVec*g + kLanesPerColumn*kVec*i + e.
   __device__ static int dim(int g, int i, int e) {
@@ -48,9 +54,9 @@ struct DeltaShape {
   }
 };
 
-template <int kPerLane>
+template <int kPerLane, int kChunkTokens>
 struct DeltaTiles {
-  using S = DeltaShape<kPerLane>;
+  using S = DeltaShape<kPerLane, kChunkTokens>;
   float q[S::kChunk][S::kDkPad];
   float k[S::kChunk][S::kDkPad];
   float v[S::kChunk][kColumnsPerBlock];
@@ -73,15 +79,15 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
   }
 }
 
-template <int kPerLane>
+template <int kPerLane, int kChunkTokens>
 __global__ void __launch_bounds__(kWarps * 32)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
                             float* out) {
-  using Shape = DeltaShape<kPerLane>;
+  using Shape = DeltaShape<kPerLane, kChunkTokens>;
   constexpr int kDkPad = Shape::kDkPad, kChunk = Shape::kChunk, kVec = Shape::kVec;
-  __shared__ DeltaTiles<kPerLane> tiles;
+  __shared__ DeltaTiles<kPerLane, kChunkTokens> tiles;
 
   const int64_t j = blockIdx.y;
   const int sq = blockIdx.z;
@@ -231,8 +237,15 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
             int64_t dk, int64_t dv, float* out, cudaStream_t stream) {
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
-  gated_delta_rule_kernel<kPerLane><<<grid, kWarps * 32, 0, stream>>>(
-      seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out);
+  int max_T = 0;
+  for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
+  if (max_T <= kDecodeChunk)
+    gated_delta_rule_kernel<kPerLane, kDecodeChunk><<<grid, kWarps * 32, 0, stream>>>(
+        seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out);
+  else
+    gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>
+        <<<grid, kWarps * 32, 0, stream>>>(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads,
+                                           n_v_heads, dk, dv, out);
 }
 
 }  // namespace

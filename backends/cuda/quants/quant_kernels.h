@@ -51,8 +51,9 @@ cudaError_t embed_quant(DType type, const void* w, int64_t rows, int64_t cols,
                         const int32_t* tokens, int64_t T, float* out, cudaStream_t stream);
 
 // Prefill activations: out[t] = half(x[t] * 2^k_t), with the power of two k_t chosen per
-// token so that the largest |x| lands in [2^14, 2^15) (no half overflow, no subnormals);
-// inv_scale[t] = 2^-k_t. scale_rows multiplies y[t, 0..n) (row stride ldy) by inv_scale[t].
+// token: 0 when the largest |x| lies in [2^-8, 2^15), else what puts it in [2^14, 2^15) (no
+// half overflow, no loss to subnormals); inv_scale[t] = 2^-k_t. scale_rows multiplies
+// y[t, 0..n) (row stride ldy) by inv_scale[t], skipping the rows where it is 1.
 cudaError_t acts_to_f16(const float* x, int64_t T, int64_t cols, void* out, float* inv_scale,
                         cudaStream_t stream);
 cudaError_t scale_rows(float* y, int64_t ldy, int64_t n, int64_t T, const float* inv_scale,

@@ -92,6 +92,7 @@ class QuantMatmul {
   int64_t max_cols_ = 0;
   void* tile_ = nullptr;
   size_t tile_elems_ = 0;
+  size_t tile_elems_max_;  // the most weights one prefill tile expands
 };
 
 }  // namespace hostlm::cuda::quants

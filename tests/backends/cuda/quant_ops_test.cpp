@@ -157,6 +157,14 @@ TEST_P(CudaQuantTypes, MatmulMatchesExactProductAndCpu) {
       for (float& v : x) v = u(rng);
       x[static_cast<size_t>(cols / 2)] = 37.f;  // an outlier, as real activations have
       std::fill(x.end() - 32, x.end(), 0.f);    // and an all-zero block
+      // Tokens whose largest value is past half's range or near its subnormals: the half
+      // products (T > 6) scale those rows by a power of two and must undo it on the output.
+      if (T > 6) {
+        for (int64_t i = 0; i < cols; ++i) {
+          x[static_cast<size_t>(cols + i)] *= 0x1p17f;
+          x[static_cast<size_t>(2 * cols + i)] *= 0x1p-12f;
+        }
+      }
       std::vector<float> y_cpu(static_cast<size_t>(T * rows));
       cpu_->matmul(wc, x.data(), T, y_cpu.data());
       const std::vector<float> y = run_gpu_matmul(wg, x, T);
@@ -250,6 +258,13 @@ TEST_F(CudaQuant, LargeTensorCrossesUploadChunksTilesAndTokenChunks) {
   std::vector<float> y_cpu(static_cast<size_t>(33 * rows));
   cpu_->matmul(wc, x.data(), 33, y_cpu.data());
   check_products(w, x, rows, cols, 33, run_gpu_matmul(wg, x, 33), y_cpu, "8448x4096 T=33", worst);
+  // 100 tokens: the prefill GEMM in two row tiles (8192 and 256 rows).
+  std::vector<float> xp(static_cast<size_t>(100 * cols));
+  for (float& v : xp) v = u(rng);
+  std::vector<float> yp_cpu(static_cast<size_t>(100 * rows));
+  cpu_->matmul(wc, xp.data(), 100, yp_cpu.data());
+  check_products(w, xp, rows, cols, 100, run_gpu_matmul(wg, xp, 100), yp_cpu, "8448x4096 T=100",
+                 worst);
   // Many tokens on a small slice of rows: the first 64 rows as their own tensor.
   const int64_t small_rows = 64, T = 1030;
   const std::vector<uint8_t> head(blocks.begin(), blocks.begin() + small_rows * cols / 32 * 34);

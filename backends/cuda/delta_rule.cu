@@ -24,16 +24,12 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kLanesPerColumn = 8;
-constexpr int kColumnsPerWarp = 32 / kLanesPerColumn;
-constexpr int kColumnsPerBlock = kWarps * kColumnsPerWarp;
+constexpr int kGroupsPerWarp = 32 / kLanesPerColumn;
 
-// Sum over the kLanesPerColumn lanes of one column (aligned groups of the warp).
-__device__ __forceinline__ void column_sum2(float& a, float& b) {
+// Sum over the kLanesPerColumn lanes of one column group (aligned groups of the warp).
+__device__ __forceinline__ void group_sum(float& v) {
 #pragma unroll
-  for (int o = kLanesPerColumn / 2; o > 0; o >>= 1) {
-    a += __shfl_xor_sync(0xffffffffu, a, o);
-    b += __shfl_xor_sync(0xffffffffu, b, o);
-  }
+  for (int o = kLanesPerColumn / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
 }
 
 // Tokens per chunk for prefill: the q and k tiles take at most 32 KiB.
@@ -41,14 +37,20 @@ constexpr int prefill_chunk(int dk_pad) { return dk_pad <= 128 ? 32 : 16; }
 // For decode steps (every sequence of the launch has at most this many tokens): small tiles, so
 // that more blocks fit on an SM.
 constexpr int kDecodeChunk = 4;
+// Value columns per lane group: each token's q and k are read from shared memory once for all
+// of them. Shared-memory reads were the limit with one column (ncu, 9B pp512: 254 us per layer,
+// L1 at 66%); dk = 256 keeps one, for its registers.
+constexpr int columns_per_group(int per_lane) { return per_lane <= 16 ? 2 : 1; }
 
 // kPerLane: state values per lane, so dk is padded to kLanesPerColumn * kPerLane (zeros).
 template <int kPerLane, int kChunkTokens>
 struct DeltaShape {
   static constexpr int kDkPad = kLanesPerColumn * kPerLane;
   static constexpr int kChunk = kChunkTokens;
+  static constexpr int kCols = columns_per_group(kPerLane);
+  static constexpr int kColumnsPerBlock = kWarps * kGroupsPerWarp * kCols;
   static constexpr int kVec = kPerLane < 4 ? kPerLane : 4;  // floats per shared-memory read
-  // Lane g of a column holds state values d = kVec*g + kLanesPerColumn*kVec*i + e.
+  // Lane g of a column group holds state values d = kVec*g + kLanesPerColumn*kVec*i + e.
   __device__ static int dim(int g, int i, int e) {
     return kVec * g + kLanesPerColumn * kVec * i + e;
   }
@@ -59,8 +61,8 @@ struct DeltaTiles {
   using S = DeltaShape<kPerLane, kChunkTokens>;
   float q[S::kChunk][S::kDkPad];
   float k[S::kChunk][S::kDkPad];
-  float v[S::kChunk][kColumnsPerBlock];
-  float out[S::kChunk][kColumnsPerBlock];
+  float v[S::kChunk][S::kColumnsPerBlock];
+  float out[S::kChunk][S::kColumnsPerBlock];
   float beta[S::kChunk];
   float decay[S::kChunk];
   float kq[S::kChunk];
@@ -79,23 +81,26 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
   }
 }
 
+// `vector`: dk is a multiple of 4 and the qkv rows are 16-byte aligned, so q and k load as
+// float4.
 template <int kPerLane, int kChunkTokens>
 __global__ void __launch_bounds__(kWarps * 32)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                            float* out) {
+                            float* out, bool vector) {
   using Shape = DeltaShape<kPerLane, kChunkTokens>;
   constexpr int kDkPad = Shape::kDkPad, kChunk = Shape::kChunk, kVec = Shape::kVec;
-  __shared__ DeltaTiles<kPerLane, kChunkTokens> tiles;
+  constexpr int kCols = Shape::kCols, kColumnsPerBlock = Shape::kColumnsPerBlock;
+  __shared__ __align__(16) DeltaTiles<kPerLane, kChunkTokens> tiles;
 
   const int64_t j = blockIdx.y;
   const int sq = blockIdx.z;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane % kLanesPerColumn;
-  const int col = warp * kColumnsPerWarp + lane / kLanesPerColumn;  // column in the block
+  // The group's first column in the block; its columns are col0 .. col0 + kCols - 1.
+  const int col0 = (warp * kGroupsPerWarp + lane / kLanesPerColumn) * kCols;
   const int64_t c0 = int64_t{blockIdx.x} * kColumnsPerBlock;
-  const bool has_column = c0 + col < dv;
   const int64_t kh = j % n_k_heads;
   const int64_t key_dim = n_k_heads * dk;
   const int64_t row = 2 * key_dim + n_v_heads * dv;
@@ -106,30 +111,86 @@ __global__ void __launch_bounds__(kWarps * 32)
   alpha += first * n_v_heads;
   beta_raw += first * n_v_heads;
   out += first * n_v_heads * dv;
-  float* S = seqs.state[sq] + (j * dv + c0 + col) * dk;
+  float* S = seqs.state[sq] + (j * dv + c0 + col0) * dk;
 
-  float s[kPerLane];
+  float s[kCols][kPerLane];
 #pragma unroll
-  for (int i = 0; i < kPerLane / kVec; ++i)
+  for (int c = 0; c < kCols; ++c)
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const int d = Shape::dim(g, i, e);
-      s[i * kVec + e] = has_column && d < dk ? S[d] : 0.f;
-    }
+    for (int i = 0; i < kPerLane / kVec; ++i)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int d = Shape::dim(g, i, e);
+        s[c][i * kVec + e] = c0 + col0 + c < dv && d < dk ? S[c * dk + d] : 0.f;
+      }
 
   for (int64_t t0 = 0; t0 < T; t0 += kChunk) {
     const int n = static_cast<int>(T - t0 < kChunk ? T - t0 : kChunk);
     // 1. The chunk's raw q, k and v (rows past n are never read), and its per-token gates.
-#pragma unroll 8
-    for (int idx = tid; idx < n * kDkPad; idx += kWarps * 32) {
-      const int tt = idx / kDkPad, d = idx % kDkPad;
-      const float* q = qkv + (t0 + tt) * row + kh * dk;
-      tiles.q[tt][d] = d < dk ? q[d] : 0.f;
-      tiles.k[tt][d] = d < dk ? q[key_dim + d] : 0.f;
+    constexpr int kThreads = kWarps * 32;
+    constexpr int kLoads4 = kChunk * (kDkPad / 4);
+    bool loaded = false;
+    if constexpr (kLoads4 >= kThreads && kLoads4 % kThreads == 0) {
+      if (vector && n == kChunk) {
+        // A full chunk: every load is issued before the first store, so the chunk waits for
+        // one memory latency instead of one per loop step (with one block per SM nothing else
+        // hides it).
+        constexpr int kSteps = kLoads4 / kThreads;
+        float4 qr[kSteps], kr[kSteps];
+#pragma unroll
+        for (int it = 0; it < kSteps; ++it) {
+          const int idx = tid + it * kThreads;
+          const int tt = idx / (kDkPad / 4), d = 4 * (idx % (kDkPad / 4));
+          const float* q = qkv + (t0 + tt) * row + kh * dk;
+          const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+          qr[it] = d < dk ? *reinterpret_cast<const float4*>(q + d) : zero;
+          kr[it] = d < dk ? *reinterpret_cast<const float4*>(q + key_dim + d) : zero;
+        }
+#pragma unroll
+        for (int it = 0; it < kSteps; ++it) {
+          const int idx = tid + it * kThreads;
+          const int tt = idx / (kDkPad / 4), d = 4 * (idx % (kDkPad / 4));
+          *reinterpret_cast<float4*>(&tiles.q[tt][d]) = qr[it];
+          *reinterpret_cast<float4*>(&tiles.k[tt][d]) = kr[it];
+        }
+        loaded = true;
+      }
     }
-    for (int idx = tid; idx < n * kColumnsPerBlock; idx += kWarps * 32) {
-      const int tt = idx / kColumnsPerBlock, cc = idx % kColumnsPerBlock;
-      tiles.v[tt][cc] = c0 + cc < dv ? qkv[(t0 + tt) * row + 2 * key_dim + j * dv + c0 + cc] : 0.f;
+    if (!loaded && vector) {
+      for (int idx = tid; idx < n * (kDkPad / 4); idx += kWarps * 32) {
+        const int tt = idx / (kDkPad / 4), d = 4 * (idx % (kDkPad / 4));
+        const float* q = qkv + (t0 + tt) * row + kh * dk;
+        const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(&tiles.q[tt][d]) =
+            d < dk ? *reinterpret_cast<const float4*>(q + d) : zero;
+        *reinterpret_cast<float4*>(&tiles.k[tt][d]) =
+            d < dk ? *reinterpret_cast<const float4*>(q + key_dim + d) : zero;
+      }
+    } else if (!loaded) {
+#pragma unroll 8
+      for (int idx = tid; idx < n * kDkPad; idx += kWarps * 32) {
+        const int tt = idx / kDkPad, d = idx % kDkPad;
+        const float* q = qkv + (t0 + tt) * row + kh * dk;
+        tiles.q[tt][d] = d < dk ? q[d] : 0.f;
+        tiles.k[tt][d] = d < dk ? q[key_dim + d] : 0.f;
+      }
+    }
+    constexpr int kVSteps = (kChunk * kColumnsPerBlock + kThreads - 1) / kThreads;
+    {
+      float vr[kVSteps];
+#pragma unroll
+      for (int it = 0; it < kVSteps; ++it) {
+        const int idx = tid + it * kThreads;
+        const int tt = idx / kColumnsPerBlock, cc = idx % kColumnsPerBlock;
+        vr[it] =
+            tt < n && c0 + cc < dv ? qkv[(t0 + tt) * row + 2 * key_dim + j * dv + c0 + cc] : 0.f;
+      }
+#pragma unroll
+      for (int it = 0; it < kVSteps; ++it) {
+        const int idx = tid + it * kThreads;
+        if (idx < kChunk * kColumnsPerBlock)
+          tiles.v[idx / kColumnsPerBlock][idx % kColumnsPerBlock] = vr[it];
+      }
     }
     if (tid < n) {
       const float gate = alpha[(t0 + tid) * n_v_heads + j] + bias;
@@ -139,7 +200,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();
     // 2. Normalise q and k and take q.k, each warp for every kWarps-th token; the tokens of a
     // warp are unrolled so that their reductions overlap. `tt < n` is uniform in a warp.
-    constexpr int kTokensPerWarp = kChunk / kWarps;
+    constexpr int kTokensPerWarp = (kChunk + kWarps - 1) / kWarps;
     constexpr int kSlots = kDkPad < 32 ? 1 : kDkPad / 32;
     {
       float qq[kTokensPerWarp], kk[kTokensPerWarp];
@@ -181,7 +242,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int m = 0; m < kTokensPerWarp; ++m) {
         kq[m] = warp_sum(kq[m]);
-        if (lane == 0) tiles.kq[warp + kWarps * m] = kq[m];
+        if (lane == 0 && warp + kWarps * m < kChunk) tiles.kq[warp + kWarps * m] = kq[m];
       }
     }
     __syncthreads();
@@ -193,24 +254,36 @@ __global__ void __launch_bounds__(kWarps * 32)
         load_vec<kVec>(&tiles.k[tt][Shape::dim(g, i, 0)], kv + i * kVec);
         load_vec<kVec>(&tiles.q[tt][Shape::dim(g, i, 0)], qv + i * kVec);
       }
-      // Two partial sums each, to halve the dependent FMA chain.
-      float r1a = 0.f, r1b = 0.f, r2a = 0.f, r2b = 0.f;
+      const float decay = tiles.decay[tt], beta = tiles.beta[tt], kq = tiles.kq[tt];
+      float r1[kCols], r2[kCols];
 #pragma unroll
-      for (int i = 0; i < kPerLane; i += 2) {
-        r1a = fmaf(s[i], kv[i], r1a);
-        r2a = fmaf(s[i], qv[i], r2a);
-        if (i + 1 < kPerLane) {
-          r1b = fmaf(s[i + 1], kv[i + 1], r1b);
-          r2b = fmaf(s[i + 1], qv[i + 1], r2b);
+      for (int c = 0; c < kCols; ++c) {
+        // Two partial sums each, to halve the dependent FMA chain.
+        float r1a = 0.f, r1b = 0.f, r2a = 0.f, r2b = 0.f;
+#pragma unroll
+        for (int i = 0; i < kPerLane; i += 2) {
+          r1a = fmaf(s[c][i], kv[i], r1a);
+          r2a = fmaf(s[c][i], qv[i], r2a);
+          if (i + 1 < kPerLane) {
+            r1b = fmaf(s[c][i + 1], kv[i + 1], r1b);
+            r2b = fmaf(s[c][i + 1], qv[i + 1], r2b);
+          }
         }
+        r1[c] = r1a + r1b;
+        r2[c] = r2a + r2b;
       }
-      float r1 = r1a + r1b, r2 = r2a + r2b;
-      column_sum2(r1, r2);
-      const float decay = tiles.decay[tt];
-      const float delta = tiles.beta[tt] * (tiles.v[tt][col] - decay * r1);
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i) s[i] = fmaf(kv[i], delta, decay * s[i]);
-      if (g == 0) tiles.out[tt][col] = fmaf(delta, tiles.kq[tt], decay * r2);
+      for (int c = 0; c < kCols; ++c) {
+        group_sum(r1[c]);
+        group_sum(r2[c]);
+      }
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const float delta = beta * (tiles.v[tt][col0 + c] - decay * r1[c]);
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) s[c][i] = fmaf(kv[i], delta, decay * s[c][i]);
+        if (g == 0) tiles.out[tt][col0 + c] = fmaf(delta, kq, decay * r2[c]);
+      }
     }
     __syncthreads();
     // 4. The chunk's outputs, a row of the block's columns per token.
@@ -221,31 +294,37 @@ __global__ void __launch_bounds__(kWarps * 32)
     // The next chunk's loads overwrite the tiles only after this barrier.
     __syncthreads();
   }
-  if (!has_column) return;
 #pragma unroll
-  for (int i = 0; i < kPerLane / kVec; ++i)
+  for (int c = 0; c < kCols; ++c) {
+    if (c0 + col0 + c >= dv) continue;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const int d = Shape::dim(g, i, e);
-      if (d < dk) S[d] = s[i * kVec + e];
-    }
+    for (int i = 0; i < kPerLane / kVec; ++i)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int d = Shape::dim(g, i, e);
+        if (d < dk) S[c * dk + d] = s[c][i * kVec + e];
+      }
+  }
 }
 
 template <int kPerLane>
 void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
             const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
             int64_t dk, int64_t dv, float* out, cudaStream_t stream) {
+  constexpr int kColumnsPerBlock = kWarps * kGroupsPerWarp * columns_per_group(kPerLane);
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
+  const int64_t row = 2 * n_k_heads * dk + n_v_heads * dv;
+  const bool vector = dk % 4 == 0 && row % 4 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
   int max_T = 0;
   for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
   if (max_T <= kDecodeChunk)
     gated_delta_rule_kernel<kPerLane, kDecodeChunk><<<grid, kWarps * 32, 0, stream>>>(
-        seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out);
+        seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out, vector);
   else
     gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>
         <<<grid, kWarps * 32, 0, stream>>>(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads,
-                                           n_v_heads, dk, dv, out);
+                                           n_v_heads, dk, dv, out, vector);
 }
 
 }  // namespace

@@ -115,9 +115,8 @@ __device__ int half_exponent_shift(float amax) {
 }
 
 // One block per token; `vector` when cols is a multiple of 4 and x is 16-byte aligned.
-__global__ void __launch_bounds__(kActThreads) acts_to_f16_kernel(const float* x, int64_t cols,
-                                                                  __half* out, float* inv_scale,
-                                                                  bool vector) {
+__global__ void __launch_bounds__(kActThreads)
+    acts_to_f16_kernel(const float* x, int64_t cols, __half* out, float* inv_scale, bool vector) {
   __shared__ float scratch[kActThreads / 32];
   const float* row = x + blockIdx.x * cols;
   __half* o = out + blockIdx.x * cols;
@@ -128,7 +127,8 @@ __global__ void __launch_bounds__(kActThreads) acts_to_f16_kernel(const float* x
     const float4 v = row4[i];
     amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
   }
-  for (int64_t i = 4 * n4 + threadIdx.x; i < cols; i += kActThreads) amax = fmaxf(amax, fabsf(row[i]));
+  for (int64_t i = 4 * n4 + threadIdx.x; i < cols; i += kActThreads)
+    amax = fmaxf(amax, fabsf(row[i]));
   amax = block_max(amax, scratch);
   const int k = half_exponent_shift(amax);
   const float scale = ldexpf(1.f, k);

@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "cuda/kernels.h"
 #include "cuda/op_profile.h"
 #include "cuda/paged_batch.h"
+#include "cuda/quants/quant_kernels.h"
 #include "cuda/quants/quant_matmul.h"
 #include "cuda/staging.h"
 #include "cuda/step_fingerprint.h"
@@ -397,6 +399,38 @@ class CudaBackend final : public Backend {
           "embed");
   }
 
+  // Quantized matrices of one type go in one GEMV launch (decode: q/k/v, the four input
+  // projections of a delta-rule layer, gate/up); the rest one matmul each.
+  void matmul_same_input(std::span<const MatmulOut> outs, const float* x, int64_t T) override {
+    if (T <= 0) return;
+    constexpr int kMax = quants::kGemvGroupMax;
+    std::array<bool, 16> done{};
+    if (!quant_->groups(T) || outs.size() > done.size())
+      return Backend::matmul_same_input(outs, x, T);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (done[i]) continue;
+      const Weight& wi = *outs[i].w;
+      const Weight* ws[kMax] = {&wi};
+      float* ys[kMax] = {outs[i].y};
+      int n = 1;
+      if (quants::QuantMatmul::supports(wi.type) && wi.rows > 0)
+        for (size_t j = i + 1; j < outs.size() && n < kMax; ++j)
+          if (!done[j] && outs[j].w->type == wi.type && outs[j].w->cols == wi.cols &&
+              outs[j].w->rows > 0) {
+            ws[n] = outs[j].w;
+            ys[n++] = outs[j].y;
+            done[j] = true;
+          }
+      if (n == 1) {
+        matmul(wi, x, T, outs[i].y);
+        continue;
+      }
+      const auto timed = profile_->scope("matmul");
+      if (skip_matmul_group(ws, ys, n, x, T)) continue;
+      quant_->matmul_group(ws, ys, n, x, T);
+    }
+  }
+
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
     const auto timed = profile_->scope("matmul");
     if (T <= 0 || w.rows == 0) return;
@@ -593,7 +627,8 @@ class CudaBackend final : public Backend {
     kSwiglu,
     kConv,
     kDeltaRule,
-    kGatedRmsNorm
+    kGatedRmsNorm,
+    kMatmulGroup
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
@@ -631,6 +666,20 @@ class CudaBackend final : public Backend {
       step_.add(g.row[i]);
       step_.add(g.conv_state[i]);
       step_.add(g.state[i]);
+    }
+    return mode_ == UploadMode::replay;
+  }
+  // The same for a grouped matmul, with each matrix and output.
+  bool skip_matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
+                         int64_t T) {
+    if (mode_ == UploadMode::live) return false;
+    step_.op(kMatmulGroup, x, T, n);
+    for (int j = 0; j < n; ++j) {
+      step_.add(ws[j]->data);
+      step_.add(ws[j]->type);
+      step_.add(ws[j]->rows);
+      step_.add(ws[j]->cols);
+      step_.add(ys[j]);
     }
     return mode_ == UploadMode::replay;
   }

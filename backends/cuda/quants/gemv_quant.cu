@@ -57,10 +57,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (lane == 0) d[blk] = scale;
 }
 
+// Warp w of `block` computes rows (block * kWarps + w) * kR .. + kR - 1 of W.
 template <class Q, int kT, int kR>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_kernel(QuantMatrix w, QuantActs x, int T, float* y) {
-  const int64_t row0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * kR;
+__device__ __forceinline__ void gemv_rows(const QuantMatrix& w, const QuantActs& x, int T, float* y,
+                                          int64_t block) {
+  const int64_t row0 = (block * kWarps + threadIdx.x / 32) * kR;
   if (row0 >= w.rows) return;
   const int lane = threadIdx.x % 32;
   float acc[kR][kT] = {};
@@ -77,24 +78,54 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <class Q, int kT, int kR>
-void launch_gemv(const QuantMatrix& w, const QuantActs& x, int T, float* y, cudaStream_t stream) {
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_kernel(QuantMatrix w, QuantActs x, int T, float* y) {
+  gemv_rows<Q, kT, kR>(w, x, T, y, blockIdx.x);
+}
+
+// Several matrices of one type on the same activations: the blocks of matrix j are
+// [first[j], first[j + 1]).
+struct GemvGroup {
+  QuantMatrix w[kGemvGroupMax];
+  float* y[kGemvGroupMax];
+  unsigned first[kGemvGroupMax + 1];
+  int n;
+};
+
+template <class Q, int kT, int kR>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_group_kernel(const GemvGroup g, QuantActs x, int T) {
+  int j = 0;
+  while (j + 1 < g.n && blockIdx.x >= g.first[j + 1]) ++j;
+  gemv_rows<Q, kT, kR>(g.w[j], x, T, g.y[j], blockIdx.x - g.first[j]);
+}
+
+template <class Q, int kT, int kR>
+void launch_gemv(const QuantMatrix& w, float* y, const QuantActs& x, int T, cudaStream_t stream) {
   const unsigned blocks = blocks_for(w.rows, kWarps * kR);
   gemv_kernel<Q, kT, kR><<<blocks, kWarps * 32, 0, stream>>>(w, x, T, y);
 }
 
+template <class Q, int kT, int kR>
+void launch_gemv(GemvGroup g, const QuantActs& x, int T, cudaStream_t stream) {
+  g.first[0] = 0;
+  for (int j = 0; j < g.n; ++j) g.first[j + 1] = g.first[j] + blocks_for(g.w[j].rows, kWarps * kR);
+  gemv_group_kernel<Q, kT, kR><<<g.first[g.n], kWarps * 32, 0, stream>>>(g, x, T);
+}
+
 // Token-count buckets: one row per warp for a single token (most warps, most bytes in
 // flight), two rows per warp once activations are reused enough to matter.
-template <class Q>
-void gemv_for_tokens(const QuantMatrix& w, const QuantActs& x, int T, float* y,
-                     cudaStream_t stream) {
+// `what`: one QuantMatrix and its y, or a GemvGroup.
+template <class Q, class... What>
+void gemv_for_tokens(const QuantActs& x, int T, cudaStream_t stream, const What&... what) {
   if (T == 1)
-    launch_gemv<Q, 1, 1>(w, x, T, y, stream);
+    launch_gemv<Q, 1, 1>(what..., x, T, stream);
   else if (T == 2)
-    launch_gemv<Q, 2, 2>(w, x, T, y, stream);
+    launch_gemv<Q, 2, 2>(what..., x, T, stream);
   else if (T <= 4)
-    launch_gemv<Q, 4, 2>(w, x, T, y, stream);
+    launch_gemv<Q, 4, 2>(what..., x, T, stream);
   else
-    launch_gemv<Q, 8, 2>(w, x, T, y, stream);
+    launch_gemv<Q, 8, 2>(what..., x, T, stream);
 }
 
 }  // namespace
@@ -127,7 +158,28 @@ cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t
   const QuantActs acts{all.q + t0 * cols, all.d + t0 * cols / 32, all.s16 + t0 * cols / 16, cols};
   const QuantMatrix m = quant_matrix(type, w, rows, cols);
   with_quant_type(
-      type, [&](auto q) { gemv_for_tokens<decltype(q)>(m, acts, static_cast<int>(T), y, stream); });
+      type, [&](auto q) { gemv_for_tokens<decltype(q)>(acts, static_cast<int>(T), stream, m, y); });
+  return cudaGetLastError();
+}
+
+cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const int64_t* rows,
+                                      float* const* y, int n, int64_t cols,
+                                      const void* acts_scratch, int64_t acts_T, int64_t t0,
+                                      int64_t T, cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || n < 1 || n > kGemvGroupMax || T < 1 || T > kQuantGemvMaxTokens ||
+      t0 < 0 || t0 + T > acts_T || cols % layout.block_elems != 0)
+    return cudaErrorInvalidValue;
+  const QuantActs all = acts_in(const_cast<void*>(acts_scratch), acts_T, cols);
+  const QuantActs acts{all.q + t0 * cols, all.d + t0 * cols / 32, all.s16 + t0 * cols / 16, cols};
+  GemvGroup g{};
+  g.n = n;
+  for (int j = 0; j < n; ++j) {
+    g.w[j] = quant_matrix(type, w[j], rows[j], cols);
+    g.y[j] = y[j] + t0 * rows[j];
+  }
+  with_quant_type(
+      type, [&](auto q) { gemv_for_tokens<decltype(q)>(acts, static_cast<int>(T), stream, g); });
   return cudaGetLastError();
 }
 

@@ -27,6 +27,13 @@ cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_sc
 cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t cols,
                                 const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
                                 float* y, cudaStream_t stream);
+// gemv_quantized_acts for n <= kGemvGroupMax matrices w[j] [rows[j], cols] of one type into
+// y[j] (each [acts_T, rows[j]], tokens t0.. written), in one launch.
+constexpr int kGemvGroupMax = 4;
+cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const int64_t* rows,
+                                      float* const* y, int n, int64_t cols,
+                                      const void* acts_scratch, int64_t acts_T, int64_t t0,
+                                      int64_t T, cudaStream_t stream);
 
 // A few dozen tokens (tile_mma.cu): y[T, rows] = x * W^T with x given as half rows scaled
 // per token (acts_to_f16) and the scale undone on y. Weights are read once per 64 tokens.

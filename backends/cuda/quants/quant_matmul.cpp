@@ -198,12 +198,7 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
 void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   if (T <= 0 || w.rows == 0) return;
   if (T <= gemv_tokens_) {
-    if (x != acts_x_ || T != acts_T_ || w.cols != acts_cols_) {
-      check(quantize_acts(x, T, w.cols, acts_q_, stream_), "matmul (quantize activations)");
-      acts_x_ = x;
-      acts_T_ = T;
-      acts_cols_ = w.cols;
-    }
+    quantized_acts(x, T, w.cols);
     for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens) {
       const int64_t tc = std::min(kQuantGemvMaxTokens, T - t0);
       check(gemv_quantized_acts(w.type, w.data, w.rows, w.cols, acts_q_, T, t0, tc, y + t0 * w.rows,
@@ -217,6 +212,38 @@ void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   }
   if (T <= tile_tokens_) return tile(w, x, T, y);
   prefill(w, x, T, y);
+}
+
+void QuantMatmul::quantized_acts(const float* x, int64_t T, int64_t cols) {
+  if (x == acts_x_ && T == acts_T_ && cols == acts_cols_) return;
+  check(quantize_acts(x, T, cols, acts_q_, stream_), "matmul (quantize activations)");
+  acts_x_ = x;
+  acts_T_ = T;
+  acts_cols_ = cols;
+}
+
+void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
+                               int64_t T) {
+  if (T <= 0 || n <= 0) return;
+  if (!groups(T) || n == 1) {
+    for (int j = 0; j < n; ++j) matmul(*ws[j], x, T, ys[j]);
+    return;
+  }
+  if (n > kGemvGroupMax) throw Error("matmul group of " + std::to_string(n) + " matrices");
+  const int64_t cols = ws[0]->cols;
+  const void* data[kGemvGroupMax];
+  int64_t rows[kGemvGroupMax];
+  for (int j = 0; j < n; ++j) {
+    if (ws[j]->type != ws[0]->type || ws[j]->cols != cols)
+      throw Error("matmul group: matrices of different types or widths");
+    data[j] = ws[j]->data;
+    rows[j] = ws[j]->rows;
+  }
+  quantized_acts(x, T, cols);
+  for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens)
+    check(gemv_group_quantized_acts(ws[0]->type, data, rows, ys, n, cols, acts_q_, T, t0,
+                                    std::min(kQuantGemvMaxTokens, T - t0), stream_),
+          "matmul (grouped quantized gemv)");
 }
 
 void QuantMatmul::half_acts(const float* x, int64_t T, int64_t cols) {

@@ -37,6 +37,11 @@ class QuantMatmul {
   Weight load_host(const TensorView& view);
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
+  // Whether matmul_group runs T tokens in one launch (the GEMV path).
+  bool groups(int64_t T) const { return T <= gemv_tokens_; }
+  // matmul(*ws[j], x, T, ys[j]) for n <= kGemvGroupMax (quant_kernels.h) matrices of one type
+  // and cols: one launch where groups(T), else one matmul each. No y may overlap x.
+  void matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x, int64_t T);
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
   // Decode matmuls of the same input in a row quantize it once: the caller says when device
@@ -57,6 +62,8 @@ class QuantMatmul {
 
  private:
   void reserve_scratch(int64_t rows, int64_t cols);
+  // x quantized for the GEMV in acts_q_, unless it is there already.
+  void quantized_acts(const float* x, int64_t T, int64_t cols);
   void upload_split(const TensorView& view, uint8_t* device);
   void prefill(const Weight& w, const float* x, int64_t T, float* y);
   void tile(const Weight& w, const float* x, int64_t T, float* y);

@@ -25,6 +25,12 @@ struct Weight {
   size_t row_bytes = 0;
 };
 
+// One product of a group of matrices that read the same input (Backend::matmul_same_input).
+struct MatmulOut {
+  const Weight* w;
+  float* y;  // [T, w->rows]
+};
+
 // Tokens per KV page. 32 because: a CUDA warp reads one page's keys one per lane; a page
 // table stays short even at 262,144 tokens (8,192 entries); a Q8_0 block is 32 values, so
 // quantized pages need no padding; and a cached prefix that ends inside a page costs one page
@@ -116,6 +122,12 @@ class Backend {
   virtual void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) = 0;
   // y[T, w.rows] = x[T, w.cols] * w^T
   virtual void matmul(const Weight& w, const float* x, int64_t T, float* y) = 0;
+  // matmul(*o.w, x, T, o.y) for every o of `outs` (matrices of equal cols that read the same
+  // input, such as q/k/v or gate/up), which it makes by default; a backend may run them in
+  // fewer launches. The outputs must not overlap x.
+  virtual void matmul_same_input(std::span<const MatmulOut> outs, const float* x, int64_t T) {
+    for (const MatmulOut& o : outs) matmul(*o.w, x, T, o.y);
+  }
   // x += y, n elements.
   virtual void add(float* x, const float* y, size_t n) = 0;
   // RMSNorm over `rows` vectors of `n`: out = x * rsqrt(mean(x^2) + eps) * weight[n].

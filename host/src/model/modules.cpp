@@ -23,9 +23,8 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   float* k = s.get(1);
   float* v = s.get(2);
   float* attn = s.get(3);
-  be.matmul(wq, x, T, qg);
-  be.matmul(wk, x, T, k);
-  be.matmul(wv, x, T, v);
+  const MatmulOut qkv_outs[] = {{&wq, qg}, {&wk, k}, {&wv, v}};
+  be.matmul_same_input(qkv_outs, x, T);
   const size_t q_head_stride = static_cast<size_t>(output_gate ? 2 * head_dim : head_dim);
   // Per-head norms in place; the query rows stay interleaved with their gates.
   be.rms_norm(qg, q_head_stride, qg, q_head_stride, T * n_head, head_dim, q_norm.weight.data(),
@@ -64,10 +63,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   float* beta = alpha + T * shape.n_v_heads;
   if (s.width() < value_dim + 2 * shape.n_v_heads)
     throw Error("scratch too small for the delta-rule gates");
-  be.matmul(w_qkv, x, T, qkv);
-  be.matmul(w_z, x, T, z);
-  be.matmul(w_alpha, x, T, alpha);
-  be.matmul(w_beta, x, T, beta);
+  const MatmulOut in_outs[] = {{&w_qkv, qkv}, {&w_z, z}, {&w_alpha, alpha}, {&w_beta, beta}};
+  be.matmul_same_input(in_outs, x, T);
   be.conv1d_silu_seqs(slices, qkv, channels, conv_kernel, conv_weight.data(), conv);
   be.gated_delta_rule_seqs(slices, conv, alpha, beta, a_neg.data(), dt_bias.data(), shape, core);
   be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
@@ -77,8 +74,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
 void SwigluMlp::forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const {
   float* gate = s.get(0);
   float* up = s.get(1);
-  be.matmul(w_gate, x, T, gate);
-  be.matmul(w_up, x, T, up);
+  const MatmulOut gate_up[] = {{&w_gate, gate}, {&w_up, up}};
+  be.matmul_same_input(gate_up, x, T);
   be.swiglu(gate, up, gate, static_cast<size_t>(T * w_gate.rows));
   be.matmul(w_down, gate, T, out);
 }

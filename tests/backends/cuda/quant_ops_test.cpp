@@ -279,6 +279,44 @@ TEST_F(CudaQuant, LargeTensorCrossesUploadChunksTilesAndTokenChunks) {
   ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 
+// Matrices that read the same input (decode: one launch per type) give the bits of one
+// matmul each: three Q4_K of different heights with a Q6_K among them, at every GEMV token
+// count, and past the GEMV (one matmul each).
+TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
+  const int64_t cols = 512;
+  std::mt19937 rng(7);
+  const std::pair<DType, int64_t> shapes[] = {
+      {DType::Q4_K, 300}, {DType::Q6_K, 19}, {DType::Q4_K, 67}, {DType::Q4_K, 32}};
+  std::vector<Weight> ws;
+  for (auto [type, rows] : shapes) {
+    const QuantCase& c = case_of(type);
+    const std::vector<uint8_t> blocks =
+        testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+    ws.push_back(gpu_->load_weight(view_of("group.weight", type, rows, cols, blocks)));
+  }
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t T : {1, 2, 3, 5, 6, 7, 20}) {
+    std::vector<float> x(static_cast<size_t>(T * cols));
+    for (float& v : x) v = u(rng);
+    auto xd = gpu_->alloc(x.size());
+    gpu_->upload(xd->data(), x.data(), x.size());
+    std::vector<std::unique_ptr<Buffer>> ys;
+    std::vector<MatmulOut> outs;
+    for (const Weight& w : ws) {
+      ys.push_back(gpu_->alloc(static_cast<size_t>(T * w.rows)));
+      outs.push_back({&w, ys.back()->data()});
+    }
+    gpu_->matmul_same_input(outs, xd->data(), T);
+    for (size_t j = 0; j < ws.size(); ++j) {
+      std::vector<float> got(static_cast<size_t>(T * ws[j].rows));
+      gpu_->download(got.data(), ys[j]->data(), got.size());
+      const std::vector<float> want = run_gpu_matmul(ws[j], x, T);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << "matrix " << j << " (" << ws[j].rows << " rows), T=" << T;
+    }
+  }
+}
+
 std::string load_error(Backend& b, const TensorView& v) {
   try {
     b.load_weight(v);

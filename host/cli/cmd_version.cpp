@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
+#include "hostlm_commit.h"
 
 namespace hostlm::cli {
 

@@ -384,8 +384,8 @@ TEST(Run, FormatSchemaAnswersAreValidJson) {
     "required":["name","age"],"additionalProperties":false})");
   for (int seed = 0; seed < 3; ++seed) {
     const Result r = hostlm("run " + quoted(tiny_model().string()) +
-                            " --prompt 'a person' --temp 1 -n 200 --seed " +
-                            std::to_string(seed) + " --format " + quoted(schema.string()));
+                            " --prompt 'a person' --temp 1 -n 200 --seed " + std::to_string(seed) +
+                            " --format " + quoted(schema.string()));
     ASSERT_EQ(r.status, 0) << r.err;
     Json j;
     ASSERT_NO_THROW(j = Json::parse(trimmed(r.out))) << r.out;
@@ -395,8 +395,8 @@ TEST(Run, FormatSchemaAnswersAreValidJson) {
 }
 
 TEST(Run, FormatJsonAndGrammarFile) {
-  const Result json = hostlm("run " + quoted(tiny_model().string()) +
-                             " --prompt hi --temp 0 -n 300 --format json");
+  const Result json =
+      hostlm("run " + quoted(tiny_model().string()) + " --prompt hi --temp 0 -n 300 --format json");
   ASSERT_EQ(json.status, 0) << json.err;
   // -n may cut a long object short; what was printed is still the start of one.
   const size_t first = json.out.find_first_not_of(" \t\r\n");
@@ -443,6 +443,20 @@ TEST(Version, NamesVersionCommitAndBackends) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j.at("version").get<std::string>().empty());
   EXPECT_FALSE(j.at("commit").get<std::string>().empty());
+  // The commit is stamped at build time, not when the build was configured: built from a git
+  // checkout, it is the checkout's HEAD (the tests run after the build).
+  const std::string git =
+      "git -C " + quoted(source_dir().string()) + " rev-parse --short=12 HEAD 2>/dev/null";
+  if (FILE* pipe = ::popen(git.c_str(), "r")) {
+    char head[64] = {};
+    const bool got = std::fgets(head, sizeof head, pipe) != nullptr;
+    if (::pclose(pipe) == 0 && got) {
+      std::string want(head);
+      want.erase(want.find_last_not_of("\n") + 1);
+      EXPECT_EQ(j.at("commit").get<std::string>().rfind(want, 0), 0u)
+          << "commit " << j.at("commit") << ", HEAD " << want;
+    }
+  }
   EXPECT_EQ(j.at("backends").at("cpu"), "available");
   // Without a GPU the CUDA entry must say why it cannot be used.
   EXPECT_TRUE(j.at("backends").contains("cuda"));

@@ -271,7 +271,9 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
   // A tile that starts off a 16-byte boundary of y sends cuBLAS to a kernel several times
   // slower (27B Q4_K_M pp512 on an H200: 1,807 t/s with 6,553-row tiles, 4,863 with 6,400),
   // and whole CTA tiles waste no work.
-  if (tile_rows < w.rows) tile_rows = tile_rows / kTileRowAlign * kTileRowAlign;
+  // (reserve_scratch makes room for kTileRowAlign rows of every matrix that has them.)
+  if (tile_rows < w.rows && tile_rows >= kTileRowAlign)
+    tile_rows = tile_rows / kTileRowAlign * kTileRowAlign;
   const float one = 1.f, zero = 0.f;
   for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
     const int64_t tc = std::min(kPrefillTokens, T - t0);

@@ -244,6 +244,9 @@ void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n,
     check(gemv_group_quantized_acts(ws[0]->type, data, rows, ys, n, cols, acts_q_, T, t0,
                                     std::min(kQuantGemvMaxTokens, T - t0), stream_),
           "matmul (grouped quantized gemv)");
+  // As in matmul: an output over the input leaves the quantized copy stale.
+  for (int j = 0; j < n; ++j)
+    if (ys[j] < x + T * cols && x < ys[j] + T * rows[j]) forget_acts();
 }
 
 void QuantMatmul::half_acts(const float* x, int64_t T, int64_t cols) {

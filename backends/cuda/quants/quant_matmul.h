@@ -40,7 +40,7 @@ class QuantMatmul {
   // Whether matmul_group runs T tokens in one launch (the GEMV path).
   bool groups(int64_t T) const { return T <= gemv_tokens_; }
   // matmul(*ws[j], x, T, ys[j]) for n <= kGemvGroupMax (quant_kernels.h) matrices of one type
-  // and cols: one launch where groups(T), else one matmul each. No y may overlap x.
+  // and cols: one launch where groups(T), else one matmul each.
   void matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x, int64_t T);
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);

@@ -8,6 +8,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void split_bf16_kernel(const float* x, size_t n, int parts, __nv_bfloat16* out) {
+  pdl_begin();
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
     float rest = x[i];
@@ -32,8 +34,8 @@ cudaError_t split_bf16(const float* x, size_t n, int parts, void* out, cudaStrea
   if (n == 0) return cudaSuccess;
   if (parts < 1 || parts > 3) return cudaErrorInvalidValue;
   const size_t blocks = (n + kThreads - 1) / kThreads;
-  split_bf16_kernel<<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kThreads, 0,
-                      stream>>>(x, n, parts, static_cast<__nv_bfloat16*>(out));
+  launch_kernel(split_bf16_kernel, static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kThreads,
+                0, stream, x, n, parts, static_cast<__nv_bfloat16*>(out));
   return cudaGetLastError();
 }
 

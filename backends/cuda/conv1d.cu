@@ -4,22 +4,28 @@
 // Every sequence of a batch (kernels.h: RecurrentSeqs) in the same two launches.
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 
-// Grid: (blocks over max_T * channels, sequences).
+// Grid: (the group's rows, blocks over channels). Rows, not (max_T, sequence): a step that
+// mixes one long prompt chunk with many single-token decodes would otherwise launch max_T
+// rows' worth of blocks for every sequence, nearly all of them empty (100 us a layer at 64
+// streams beside a 512-token chunk).
 __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
                                    int64_t K, const float* weight, float* out) {
-  const int s = blockIdx.y;
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  const int64_t T = seqs.T[s];
-  if (i >= T * channels) return;
+  pdl_begin();
+  int64_t t = blockIdx.x;
+  int s = 0;
+  while (t >= seqs.T[s]) t -= seqs.T[s++];  // the group's rows are its sequences' in order
+  const int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x;
+  if (c >= channels) return;
   const int64_t base = seqs.row[s] * channels;
   const float* conv_state = seqs.conv_state[s];
-  const int64_t t = i / channels, c = i % channels, hist = K - 1;
+  const int64_t hist = K - 1;
   float sum = 0.f;
   for (int64_t r = 0; r < K; ++r) {
     const int64_t src = t - hist + r;  // negative: from the state, which holds -hist..-1
@@ -27,13 +33,14 @@ __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int
         src < 0 ? conv_state[(hist + src) * channels + c] : x[base + src * channels + c];
     sum += weight[c * K + r] * in;
   }
-  out[base + i] = silu(sum);
+  out[base + t * channels + c] = silu(sum);
 }
 
 // One thread per (channel, sequence) reads its whole new window before writing, so the shift
 // in place is race-free.
 __global__ void conv_state_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
                                   int64_t hist) {
+  pdl_begin();
   const int s = blockIdx.y;
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= channels) return;
@@ -59,11 +66,14 @@ cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x
                         int64_t K, const float* weight, float* out, cudaStream_t stream) {
   if (K < 1 || K > kConvMaxKernel || seqs.n > kRecurrentSeqsPerLaunch) return cudaErrorInvalidValue;
   if (seqs.n == 0 || max_T == 0 || channels == 0) return cudaSuccess;
-  const dim3 grid(blocks_for(max_T * channels, kThreads), static_cast<unsigned>(seqs.n));
-  conv1d_silu_kernel<<<grid, kThreads, 0, stream>>>(seqs, x, channels, K, weight, out);
+  int64_t rows = 0;
+  for (int i = 0; i < seqs.n; ++i) rows += seqs.T[i];
+  if (rows == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(rows), blocks_for(channels, kThreads));
+  launch_kernel(conv1d_silu_kernel, grid, kThreads, 0, stream, seqs, x, channels, K, weight, out);
   if (K > 1) {
     const dim3 state_grid(blocks_for(channels, kThreads), static_cast<unsigned>(seqs.n));
-    conv_state_kernel<<<state_grid, kThreads, 0, stream>>>(seqs, x, channels, K - 1);
+    launch_kernel(conv_state_kernel, state_grid, kThreads, 0, stream, seqs, x, channels, K - 1);
   }
   return cudaGetLastError();
 }

@@ -425,14 +425,21 @@ class CudaBackend final : public Backend {
         matmul(wi, x, T, outs[i].y);
         continue;
       }
-      const auto timed = profile_->scope("matmul");
+      const auto timed = profile_->scope(matmul_label(T));
       if (skip_matmul_group(ws, ys, n, x, T)) continue;
       quant_->matmul_group(ws, ys, n, x, T);
     }
   }
 
+  // The profile tells the decode GEMV, the few-token tile product and prefill apart.
+  const char* matmul_label(int64_t T) const {
+    return quant_->groups(T)                       ? "matmul (gemv)"
+           : T <= quants::QuantMatmul::kTileTokens ? "matmul (7-64 rows)"
+                                                   : "matmul (prefill)";
+  }
+
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
-    const auto timed = profile_->scope("matmul");
+    const auto timed = profile_->scope(matmul_label(T));
     if (T <= 0 || w.rows == 0) return;
     if (skip(kMatmul, w.data, w.type, w.rows, w.cols, x, T, y)) {
       if (widens(w, T)) {  // the widening scratch must be the recorded one

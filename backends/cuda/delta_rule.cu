@@ -18,6 +18,7 @@
 //     so one interleaved pair of 3-level shuffle reductions is the whole chain per token.
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -89,6 +90,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
                             float* out, bool vector) {
+  pdl_begin();
   using Shape = DeltaShape<kPerLane, kChunkTokens>;
   constexpr int kDkPad = Shape::kDkPad, kChunk = Shape::kChunk, kVec = Shape::kVec;
   constexpr int kCols = Shape::kCols, kColumnsPerBlock = Shape::kColumnsPerBlock;
@@ -319,12 +321,13 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
   int max_T = 0;
   for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
   if (max_T <= kDecodeChunk)
-    gated_delta_rule_kernel<kPerLane, kDecodeChunk><<<grid, kWarps * 32, 0, stream>>>(
-        seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out, vector);
+    launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk>, grid, kWarps * 32, 0, stream,
+                  seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
+                  vector);
   else
-    gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>
-        <<<grid, kWarps * 32, 0, stream>>>(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads,
-                                           n_v_heads, dk, dv, out, vector);
+    launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>,
+                  grid, kWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
+                  n_k_heads, n_v_heads, dk, dv, out, vector);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Elementwise ops over flat float32 arrays: fill, add, SwiGLU, sigmoid gate.
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -8,18 +9,21 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void fill_kernel(float* dst, float value, size_t n) {
+  pdl_begin();
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x)
     dst[i] = value;
 }
 
 __global__ void add_kernel(float* x, const float* y, size_t n) {
+  pdl_begin();
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x)
     x[i] += y[i];
 }
 
 __global__ void swiglu_kernel(const float* gate, const float* up, float* out, size_t n) {
+  pdl_begin();
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x)
     out[i] = silu(gate[i]) * up[i];
@@ -27,6 +31,7 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, si
 
 __global__ void mul_sigmoid_kernel(float* x, const float* gate, size_t gate_stride, int64_t T,
                                    int64_t n) {
+  pdl_begin();
   const size_t total = static_cast<size_t>(T * n);
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -45,19 +50,19 @@ unsigned grid_for(size_t n) {
 
 cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, value, n);
+  launch_kernel(fill_kernel, grid_for(n), kThreads, 0, stream, dst, value, n);
   return cudaGetLastError();
 }
 
 cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+  launch_kernel(add_kernel, grid_for(n), kThreads, 0, stream, x, y, n);
   return cudaGetLastError();
 }
 
 cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+  launch_kernel(swiglu_kernel, grid_for(n), kThreads, 0, stream, gate, up, out, n);
   return cudaGetLastError();
 }
 
@@ -65,7 +70,8 @@ cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t
                         cudaStream_t stream) {
   const size_t total = static_cast<size_t>(T * n);
   if (total == 0) return cudaSuccess;
-  mul_sigmoid_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, gate, gate_stride, T, n);
+  launch_kernel(mul_sigmoid_kernel, grid_for(total), kThreads, 0, stream, x, gate, gate_stride, T,
+                n);
   return cudaGetLastError();
 }
 

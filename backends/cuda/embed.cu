@@ -4,6 +4,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kThreads = 256;
 template <typename Elem>
 __global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int64_t cols,
                              const int32_t* tokens, float* out) {
+  pdl_begin();
   const int64_t t = blockIdx.y;
   const uint8_t* row = table + row_bytes * static_cast<size_t>(tokens[t]);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < cols;
@@ -24,6 +26,7 @@ __global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int64_t col
 template <typename Elem>
 __global__ void rows_to_f32_kernel(const uint8_t* data, size_t row_bytes, int64_t rows,
                                    int64_t cols, float* out) {
+  pdl_begin();
   const int64_t total = rows * cols;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -38,8 +41,8 @@ void launch_embed(const void* table, size_t row_bytes, int64_t cols, const int32
   // grid.y is at most 65535: longer batches (a one-shot prefill of a long prompt) go in parts.
   for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {
     const dim3 grid(blocks_for(cols, kThreads), static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
-    embed_kernel<Elem><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes,
-                                                      cols, tokens + t0, out + t0 * cols);
+    launch_kernel(embed_kernel<Elem>, grid, kThreads, 0, stream, static_cast<const uint8_t*>(table),
+                  row_bytes, cols, tokens + t0, out + t0 * cols);
   }
 }
 
@@ -47,8 +50,8 @@ template <typename Elem>
 void launch_rows(const void* data, size_t row_bytes, int64_t rows, int64_t cols, float* out,
                  cudaStream_t stream) {
   const int64_t blocks = std::min<int64_t>(blocks_for(rows * cols, kThreads), 65536);
-  rows_to_f32_kernel<Elem><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<const uint8_t*>(data), row_bytes, rows, cols, out);
+  launch_kernel(rows_to_f32_kernel<Elem>, static_cast<unsigned>(blocks), kThreads, 0, stream,
+                static_cast<const uint8_t*>(data), row_bytes, rows, cols, out);
 }
 
 }  // namespace

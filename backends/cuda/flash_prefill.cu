@@ -43,6 +43,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 #include "tensor_core.cuh"
 
 namespace hostlm::cuda {
@@ -116,6 +117,7 @@ template <int D, bool kSplit>
 __global__ void __launch_bounds__(kFlashThreads, 2)
     flash_prefill_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head, float scale,
                          int splits, float* partials, float* out) {
+  pdl_begin();
   constexpr int kLd = FlashSmem<D>::kLd;
   constexpr int kDimTiles = D / 8;  // 8-wide column tiles of the output
   extern __shared__ __align__(16) unsigned char flash_smem[];
@@ -367,6 +369,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2)
 template <int D>
 __global__ void flash_merge_kernel(PagedBatch b, const float* partials, int splits, int64_t n_head,
                                    float* out) {
+  pdl_begin();
   const int64_t r = blockIdx.x, h = blockIdx.y;
   const int32_t s = b.row_to_seq[r];
   if (s < 0 || b.descs[s].T < b.flash_rows) return;  // no row of flash_prefill's
@@ -493,18 +496,18 @@ cudaError_t launch(const PagedBatch& b, const float* q, size_t q_stride, int64_t
   const auto tiles = static_cast<unsigned>((b.max_t + kTileRows - 1) / kTileRows);
   if (splits == 1) {
     const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(b.n_seq), tiles);
-    flash_prefill_kernel<D, false>
-        <<<grid, kFlashThreads, bytes, stream>>>(b, q, q_stride, n_head, scale, 1, nullptr, out);
+    launch_kernel(flash_prefill_kernel<D, false>, grid, kFlashThreads, bytes, stream, b, q,
+                  q_stride, n_head, scale, 1, nullptr, out);
     return cudaGetLastError();
   }
   if (scratch == nullptr) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(n_head * splits), static_cast<unsigned>(b.n_seq), tiles);
-  flash_prefill_kernel<D, true>
-      <<<grid, kFlashThreads, bytes, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
+  launch_kernel(flash_prefill_kernel<D, true>, grid, kFlashThreads, bytes, stream, b, q, q_stride,
+                n_head, scale, splits, scratch, out);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   const dim3 merge_grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
-  flash_merge_kernel<D>
-      <<<merge_grid, std::min(D, 128), 0, stream>>>(b, scratch, splits, n_head, out);
+  launch_kernel(flash_merge_kernel<D>, merge_grid, std::min(D, 128), 0, stream, b, scratch, splits,
+                n_head, out);
   return cudaGetLastError();
 }
 

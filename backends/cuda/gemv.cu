@@ -7,6 +7,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -60,6 +61,7 @@ template <typename Elem, bool kVector, int kRows>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemv_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x,
                 int T, float* y) {
+  pdl_begin();
   const int64_t r0 = (int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32) * kRows;
   if (r0 >= rows) return;
   const int lane = threadIdx.x % 32;
@@ -123,11 +125,11 @@ void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const f
   const unsigned blocks = blocks_for(rows, kWarpsPerBlock * kRowsPerWarp<Elem>);
   const auto* base = static_cast<const uint8_t*>(w);
   if (vector)
-    gemv_kernel<Elem, true, kRowsPerWarp<Elem>><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
-        base, row_bytes, rows, cols, x, static_cast<int>(T), y);
+    launch_kernel(gemv_kernel<Elem, true, kRowsPerWarp<Elem>>, blocks, kWarpsPerBlock * 32, 0,
+                  stream, base, row_bytes, rows, cols, x, static_cast<int>(T), y);
   else
-    gemv_kernel<Elem, false, kRowsPerWarp<Elem>><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
-        base, row_bytes, rows, cols, x, static_cast<int>(T), y);
+    launch_kernel(gemv_kernel<Elem, false, kRowsPerWarp<Elem>>, blocks, kWarpsPerBlock * 32, 0,
+                  stream, base, row_bytes, rows, cols, x, static_cast<int>(T), y);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -30,6 +31,7 @@ template <bool kAdd>
 __global__ void __launch_bounds__(kMaxThreads)
     norm_kernel(float* x, size_t x_stride, const float* y, float* out, size_t out_stride, int64_t n,
                 const float* weight, float eps) {
+  pdl_begin();
   __shared__ double scratch[kMaxThreads / 32];
   float* xr = x + blockIdx.x * x_stride;
   const float* yr = kAdd ? y + blockIdx.x * n : nullptr;
@@ -71,6 +73,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* z, const float* weight,
                                       int64_t dv, float eps, float* out) {
+  pdl_begin();
   __shared__ float scratch[kThreads / 32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * dv;
@@ -88,24 +91,24 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* z, const floa
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  norm_kernel<false><<<static_cast<unsigned>(rows), norm_threads(n), 0, stream>>>(
-      const_cast<float*>(x), x_stride, nullptr, out, out_stride, n, weight, eps);
+  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), norm_threads(n), 0, stream,
+                const_cast<float*>(x), x_stride, nullptr, out, out_stride, n, weight, eps);
   return cudaGetLastError();
 }
 
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                          float eps, float* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  norm_kernel<true><<<static_cast<unsigned>(rows), norm_threads(n), 0, stream>>>(
-      x, static_cast<size_t>(n), y, out, static_cast<size_t>(n), n, weight, eps);
+  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), norm_threads(n), 0, stream, x,
+                static_cast<size_t>(n), y, out, static_cast<size_t>(n), n, weight, eps);
   return cudaGetLastError();
 }
 
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
                            int64_t dv, float eps, float* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  gated_rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, z, weight, dv, eps,
-                                                                              out);
+  launch_kernel(gated_rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, x, z,
+                weight, dv, eps, out);
   return cudaGetLastError();
 }
 

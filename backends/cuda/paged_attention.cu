@@ -7,12 +7,11 @@
 // belong to descs[s], whose page-table entries start at pages + descs[s].page_offset and whose
 // storage is at base + descs[s].k_offset / v_offset (0 when all share one pool).
 //
-// Attention (head_dim <= 256, 1, 2, 3, 4, 6 or 8 query heads per KV head): one block per (query
-// row, KV head, split of the keys). The block's four warps take every fourth key of its
-// split; a lane holds head_dim / 32 of the dimensions of each query head of the group, so
-// one load of a key or value row serves all of them. Each warp keeps an online softmax per
-// head, the warps merge in shared memory, and when the keys were split (few rows, long
-// context: flash-decoding) a second kernel merges the splits. Other shapes use a plain
+// Attention (head_dim 32, 64, 128 or 256; 1, 2, 3, 4, 6 or 8 query heads per KV head): one
+// block per (query row, KV head, split of the keys), its warps taking runs of consecutive
+// keys; one load of a key or value row serves every query head of the group (details above
+// the kernel). The warps merge in shared memory, and when the keys were split (few rows,
+// long context: flash-decoding) a second kernel merges the splits. Other shapes use a plain
 // kernel: one block per (row, head), keys page by page. Sequences with many new rows on F16
 // pages go to the tensor-core kernel of flash_prefill.cu instead; these kernels skip them.
 #include <algorithm>
@@ -21,6 +20,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -65,6 +65,7 @@ template <typename Load>
 __global__ void __launch_bounds__(kThreads)
     paged_attention_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
                            float scale, float* out) {
+  pdl_begin();
   __shared__ float qs[kAttentionMaxHeadDim];
   __shared__ float scores[kPage];
   const int64_t r = blockIdx.x, h = blockIdx.y;
@@ -128,6 +129,7 @@ __global__ void __launch_bounds__(kThreads)
 // Q8_0: one warp per block of 32 values (max |x| / 127 as the f16 scale, round(x / scale)
 // with the unrounded scale, as the CPU backend and ggml quantize).
 __global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
+  pdl_begin();
   const int64_t r = blockIdx.x;
   const int32_t s = b.row_to_seq[r];
   if (s < 0) return;
@@ -163,10 +165,117 @@ __global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
 }
 
 // ---- Split over keys, the KV head's query heads together ------------------------------------
+//
+// Decode at long context reads every key and value once per step, so this kernel is about
+// keeping enough loads in flight. A warp takes kKeys consecutive keys at a time (one page
+// holds them) and issues all their key and value row loads before it uses any; a lane holds
+// head_dim / 32 consecutive dimensions, so a row is one vector load per lane. The dot
+// products of all (key, query head) pairs are summed over the warp in one transposing
+// reduction (31 shuffles for 32 pairs), after which each lane holds one score; the online
+// softmax runs on those and the value rows are weighted with scores fetched by shuffle. No
+// shared memory or barrier is used until the warps merge at the end.
 
 constexpr int kSplitWarps = 4;
 constexpr int kSplitThreads = kSplitWarps * 32;
-constexpr int64_t kSplitMaxHeadDim = 256;
+
+__host__ __device__ constexpr int pow2_at_least(int n) {
+  return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2);
+}
+
+// A lane's kLaneDims consecutive values of a K or V row segment: `Raw` is what one load
+// brings in, `at` converts value i of it.
+template <int kLaneDims>
+struct KvF32 {
+  struct Raw {
+    float v[kLaneDims];
+  };
+  static __device__ __forceinline__ Raw load(const char* seg, int lane) {
+    Raw r;
+    const float* src = reinterpret_cast<const float*>(seg) + lane * kLaneDims;
+    if constexpr (kLaneDims % 4 == 0) {
+#pragma unroll
+      for (int i = 0; i < kLaneDims; i += 4) {
+        const float4 f = *reinterpret_cast<const float4*>(src + i);
+        r.v[i] = f.x, r.v[i + 1] = f.y, r.v[i + 2] = f.z, r.v[i + 3] = f.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLaneDims; ++i) r.v[i] = src[i];
+    }
+    return r;
+  }
+  static __device__ __forceinline__ float at(const Raw& r, int i) { return r.v[i]; }
+};
+
+template <int kLaneDims>
+struct KvF16 {
+  static constexpr int kWords = (kLaneDims + 1) / 2;
+  struct Raw {
+    uint32_t w[kWords];
+  };
+  static __device__ __forceinline__ Raw load(const char* seg, int lane) {
+    Raw r;
+    const char* src = seg + lane * kLaneDims * 2;
+    if constexpr (kLaneDims == 8) {
+      const uint4 u = *reinterpret_cast<const uint4*>(src);
+      r.w[0] = u.x, r.w[1] = u.y, r.w[2] = u.z, r.w[3] = u.w;
+    } else if constexpr (kLaneDims == 4) {
+      const uint2 u = *reinterpret_cast<const uint2*>(src);
+      r.w[0] = u.x, r.w[1] = u.y;
+    } else if constexpr (kLaneDims == 2) {
+      r.w[0] = *reinterpret_cast<const uint32_t*>(src);
+    } else {
+      r.w[0] = *reinterpret_cast<const unsigned short*>(src);
+    }
+    return r;
+  }
+  static __device__ __forceinline__ float at(const Raw& r, int i) {
+    const unsigned short bits = static_cast<unsigned short>(r.w[i / 2] >> (16 * (i % 2)));
+    return __half2float(__ushort_as_half(bits));
+  }
+};
+
+// Q8_0: a lane's dimensions lie in one 32-value block (kLaneDims divides 32).
+template <int kLaneDims>
+struct KvQ8 {
+  struct Raw {
+    float v[kLaneDims];
+  };
+  static __device__ __forceinline__ Raw load(const char* seg, int lane) {
+    const int first = lane * kLaneDims;
+    const char* blk = seg + (first / 32) * kQ8BlockBytes;
+    const float d = __half2float(*reinterpret_cast<const __half*>(blk));
+    const signed char* qs = reinterpret_cast<const signed char*>(blk + 2 + first % 32);
+    Raw r;
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) r.v[i] = d * static_cast<float>(qs[i]);
+    return r;
+  }
+  static __device__ __forceinline__ float at(const Raw& r, int i) { return r.v[i]; }
+};
+
+// Sums each of a lane's kSlots values over the warp; lane l gets the sum of slot l % kSlots.
+// Each halving step keeps the half of the slots that this lane's bit selects and adds the
+// partner's copy of it, so 32 slots cost 31 shuffles instead of 32 * 5.
+template <int kHalf, int kSlots>
+__device__ __forceinline__ void transpose_step(float (&v)[kSlots], int lane) {
+  const bool upper = (lane & kHalf) != 0;
+#pragma unroll
+  for (int i = 0; i < kHalf; ++i) {
+    const float send = upper ? v[i] : v[i + kHalf];
+    const float keep = upper ? v[i + kHalf] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kHalf);
+  }
+  if constexpr (kHalf > 1) transpose_step<kHalf / 2>(v, lane);
+}
+
+template <int kSlots>
+__device__ __forceinline__ float transpose_sum(float (&v)[kSlots], int lane) {
+  if constexpr (kSlots > 1) transpose_step<kSlots / 2>(v, lane);
+#pragma unroll
+  for (int o = kSlots; o < 32; o *= 2) v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+  return v[0];
+}
 
 // Partial result of one (row, head, split): acc[head_dim], then the max and the sum.
 __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t h, int split,
@@ -174,19 +283,25 @@ __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t 
   return scratch + ((r * n_head + h) * splits + split) * (hd + 2);
 }
 
-template <typename Load, int kGroup, int kLaneDims>
+template <template <int> class Kv, int kGroup, int kLaneDims>
 __global__ void __launch_bounds__(kSplitThreads)
     paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
                                  float scale, int splits, float* scratch, float* out) {
+  pdl_begin();
+  using Load = Kv<kLaneDims>;
+  constexpr int kHd = 32 * kLaneDims;
+  constexpr int kG = pow2_at_least(kGroup);     // score slots per key (padded heads score 0)
+  constexpr int kKeys = kG >= 8 ? 32 / kG : 8;  // keys per warp step, within one page
+  constexpr int kSlots = kKeys * kG;
+  static_assert(kSlots <= 32 && kPage % kKeys == 0, "a warp step is one page's keys");
   __shared__ float sm_max[kSplitWarps][kGroup], sm_sum[kSplitWarps][kGroup];
-  __shared__ float sm_acc[kSplitWarps][kGroup][kLaneDims * 32];
+  __shared__ float sm_acc[kSplitWarps][kGroup][kHd];
   const int64_t r = blockIdx.x;
   const int64_t g = blockIdx.y;
   const int split = static_cast<int>(blockIdx.z);
   const int32_t s = b.row_to_seq[r];
   if (s < 0 || left_to_flash(b, s)) return;
   const PagedSeqDesc desc = b.descs[s];
-  const int64_t hd = b.head_dim;
   const int64_t visible = desc.n_past + (r - desc.row) + 1;
   // Each sequence's own keys are cut into `splits` runs of whole pages, computed here from
   // its length on the device, so the launch's arguments do not change as the context grows
@@ -196,7 +311,7 @@ __global__ void __launch_bounds__(kSplitThreads)
   const int64_t first = split * keys_per_split;
   const int64_t end = min(visible, first + keys_per_split);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t head_offset = segment_offset(b.type, g * hd);
+  const int64_t head_offset = segment_offset(b.type, g * kHd);
   const char* k_base = b.k + desc.k_offset + head_offset;
   const char* v_base = b.v + desc.v_offset + head_offset;
   const int32_t* table = b.pages + desc.page_offset;
@@ -205,65 +320,76 @@ __global__ void __launch_bounds__(kSplitThreads)
 #pragma unroll
   for (int h = 0; h < kGroup; ++h)
 #pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) {
-      const int64_t d = lane + 32 * i;
-      qr[h][i] = d < hd ? q[r * q_stride + (g * kGroup + h) * hd + d] * scale : 0.f;
-    }
-  float mx[kGroup], sum[kGroup], acc[kGroup][kLaneDims];
+    for (int i = 0; i < kLaneDims; ++i)
+      qr[h][i] = q[r * q_stride + (g * kGroup + h) * kHd + lane * kLaneDims + i] * scale;
+  // The softmax state of head lane % kG, and every head's share of the output.
+  float mx = -INFINITY, sum = 0.f;
+  float acc[kGroup][kLaneDims] = {};
+  const int slot = lane % kSlots, slot_key = slot / kG;
+  for (int64_t j0 = first + warp * kKeys; j0 < end; j0 += kSplitWarps * kKeys) {
+    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]) +
+                           b.row_bytes * static_cast<size_t>(j0 % kPage);
+    typename Load::Raw kr[kKeys], vr[kKeys];
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
-    mx[h] = -INFINITY;
-    sum[h] = 0.f;
+    for (int k = 0; k < kKeys; ++k)
+      if (j0 + k < end) kr[k] = Load::load(k_base + page_at + b.row_bytes * k, lane);
 #pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) acc[h][i] = 0.f;
-  }
-  for (int64_t j = first + warp; j < end; j += kSplitWarps) {
-    const size_t at = b.page_bytes * static_cast<size_t>(table[j / kPage]) +
-                      b.row_bytes * static_cast<size_t>(j % kPage);
-    float x[kLaneDims];
+    for (int k = 0; k < kKeys; ++k)
+      if (j0 + k < end) vr[k] = Load::load(v_base + page_at + b.row_bytes * k, lane);
+    float dots[kSlots];
 #pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) {
-      const int64_t d = lane + 32 * i;
-      x[i] = d < hd ? Load::at(k_base + at, d) : 0.f;
-    }
-    float score[kGroup];
+    for (int k = 0; k < kKeys; ++k)
+#pragma unroll
+      for (int h = 0; h < kG; ++h) {
+        float dot = 0.f;
+        if (h < kGroup && j0 + k < end)
+#pragma unroll
+          for (int i = 0; i < kLaneDims; ++i) dot += qr[h][i] * Load::at(kr[k], i);
+        dots[k * kG + h] = dot;
+      }
+    // Every lane takes part in the shuffles; keys past the end are masked afterwards.
+    float score = transpose_sum(dots, lane);
+    if (j0 + slot_key >= end) score = -INFINITY;
+    float step_max = score;
+#pragma unroll
+    for (int o = kG; o < 32; o *= 2) step_max = fmaxf(step_max, __shfl_xor_sync(~0u, step_max, o));
+    const float new_max = fmaxf(mx, step_max);    // finite: key j0 is visible
+    const float correction = expf(mx - new_max);  // 0 on the first step
+    const float p = expf(score - new_max);
+    float step_sum = p;
+#pragma unroll
+    for (int o = kG; o < kSlots; o *= 2) step_sum += __shfl_xor_sync(~0u, step_sum, o);
+    sum = sum * correction + step_sum;
+    mx = new_max;
 #pragma unroll
     for (int h = 0; h < kGroup; ++h) {
-      float dot = 0.f;
+      const float c = __shfl_sync(~0u, correction, h);
 #pragma unroll
-      for (int i = 0; i < kLaneDims; ++i) dot += qr[h][i] * x[i];
-      score[h] = warp_sum(dot);
+      for (int i = 0; i < kLaneDims; ++i) acc[h][i] *= c;
     }
 #pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) {
-      const int64_t d = lane + 32 * i;
-      x[i] = d < hd ? Load::at(v_base + at, d) : 0.f;
-    }
+    for (int k = 0; k < kKeys; ++k) {
+      if (j0 + k >= end) break;  // uniform over the warp
 #pragma unroll
-    for (int h = 0; h < kGroup; ++h) {
-      const float new_max = fmaxf(mx[h], score[h]);
-      const float correction = expf(mx[h] - new_max);  // 0 for the first key
-      const float p = expf(score[h] - new_max);
-      sum[h] = sum[h] * correction + p;
+      for (int h = 0; h < kGroup; ++h) {
+        const float pk = __shfl_sync(~0u, p, k * kG + h);
 #pragma unroll
-      for (int i = 0; i < kLaneDims; ++i) acc[h][i] = acc[h][i] * correction + p * x[i];
-      mx[h] = new_max;
+        for (int i = 0; i < kLaneDims; ++i) acc[h][i] += pk * Load::at(vr[k], i);
+      }
     }
   }
   // Merge the warps.
-#pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
-    if (lane == 0) {
-      sm_max[warp][h] = mx[h];
-      sm_sum[warp][h] = sum[h];
-    }
-#pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) sm_acc[warp][h][lane + 32 * i] = acc[h][i];
+  if (lane < kGroup) {
+    sm_max[warp][lane] = mx;
+    sm_sum[warp][lane] = sum;
   }
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h)
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) sm_acc[warp][h][lane * kLaneDims + i] = acc[h][i];
   __syncthreads();
-  for (int64_t e = threadIdx.x; e < kGroup * hd; e += kSplitThreads) {
-    const int h = static_cast<int>(e / hd);
-    const int64_t d = e % hd;
+  for (int e = threadIdx.x; e < kGroup * kHd; e += kSplitThreads) {
+    const int h = e / kHd, d = e % kHd;
     float m = -INFINITY;
     for (int w = 0; w < kSplitWarps; ++w) m = fmaxf(m, sm_max[w][h]);
     float total = 0.f, value = 0.f;
@@ -275,13 +401,13 @@ __global__ void __launch_bounds__(kSplitThreads)
       }
     const int64_t head = g * kGroup + h;
     if (splits == 1) {
-      out[r * n_head * hd + head * hd + d] = value / total;
+      out[r * n_head * kHd + head * kHd + d] = value / total;
     } else {
-      float* part = partial_at(scratch, r, head, split, splits, n_head, hd);
+      float* part = partial_at(scratch, r, head, split, splits, n_head, kHd);
       part[d] = value;
       if (d == 0) {
-        part[hd] = m;
-        part[hd + 1] = total;
+        part[kHd] = m;
+        part[kHd + 1] = total;
       }
     }
   }
@@ -290,6 +416,7 @@ __global__ void __launch_bounds__(kSplitThreads)
 // out = the splits' partial results merged: one block per (row, head).
 __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
                                     int64_t n_head, float* out) {
+  pdl_begin();
   const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
   const int32_t s = b.row_to_seq[r];
   if (s < 0 || left_to_flash(b, s)) return;
@@ -309,11 +436,14 @@ __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, in
   }
 }
 
-int lane_dims(int64_t head_dim) { return head_dim <= 64 ? 2 : head_dim <= 128 ? 4 : 8; }
+int lane_dims(int64_t head_dim) { return static_cast<int>(head_dim / 32); }
 
+// Head sizes of 32, 64, 128 or 256 (a whole number of values per lane, loaded at once);
+// others take the plain kernel.
 bool split_kernel_fits(const PagedBatch& b, int64_t n_head) {
   const int64_t group = n_head / b.n_head_kv;
-  return b.head_dim <= kSplitMaxHeadDim &&
+  const int64_t hd = b.head_dim;
+  return (hd == 32 || hd == 64 || hd == 128 || hd == 256) &&
          (group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8);
 }
 
@@ -335,47 +465,51 @@ int split_count(const PagedBatch& b) {
   return static_cast<int>(std::max<int64_t>(1, std::min(want, bucket / 2)));
 }
 
-template <typename Load, int kGroup>
+template <template <int> class Kv, int kGroup>
 void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
                   int splits, float* scratch, float* out, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
                   static_cast<unsigned>(splits));
   switch (lane_dims(b.head_dim)) {
+    case 1:
+      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 1>, grid, kSplitThreads, 0, stream, b,
+                    q, q_stride, n_head, scale, splits, scratch, out);
+      break;
     case 2:
-      paged_attention_split_kernel<Load, kGroup, 2>
-          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
+      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 2>, grid, kSplitThreads, 0, stream, b,
+                    q, q_stride, n_head, scale, splits, scratch, out);
       break;
     case 4:
-      paged_attention_split_kernel<Load, kGroup, 4>
-          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
+      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 4>, grid, kSplitThreads, 0, stream, b,
+                    q, q_stride, n_head, scale, splits, scratch, out);
       break;
     default:
-      paged_attention_split_kernel<Load, kGroup, 8>
-          <<<grid, kSplitThreads, 0, stream>>>(b, q, q_stride, n_head, scale, splits, scratch, out);
+      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 8>, grid, kSplitThreads, 0, stream, b,
+                    q, q_stride, n_head, scale, splits, scratch, out);
   }
 }
 
-template <typename Load>
+template <template <int> class Kv>
 void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
                         float scale, int splits, float* scratch, float* out, cudaStream_t stream) {
   switch (n_head / b.n_head_kv) {
     case 1:
-      launch_split<Load, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 2:
-      launch_split<Load, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 3:
-      launch_split<Load, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 4:
-      launch_split<Load, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 6:  // Qwen3.5-27B: 24 query heads on 4 KV heads
-      launch_split<Load, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     default:
-      launch_split<Load, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
   }
 }
 
@@ -384,7 +518,7 @@ void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, in
 cudaError_t kv_store(const PagedBatch& b, const float* k, const float* v, cudaStream_t stream) {
   if (b.rows == 0) return cudaSuccess;
   if (b.type == DType::Q8_0 && b.head_dim % 32 != 0) return cudaErrorInvalidValue;
-  kv_store_kernel<<<static_cast<unsigned>(b.rows), 256, 0, stream>>>(b, k, v);
+  launch_kernel(kv_store_kernel, static_cast<unsigned>(b.rows), 256, 0, stream, b, k, v);
   return cudaGetLastError();
 }
 
@@ -422,36 +556,36 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
     if (splits > 1 && scratch == nullptr) return cudaErrorInvalidValue;
     switch (b.type) {
       case DType::F32:
-        launch_split_group<LoadF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       case DType::F16:
-        launch_split_group<LoadF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       case DType::Q8_0:
-        launch_split_group<LoadQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       default:
         return cudaErrorInvalidValue;
     }
     if (splits > 1) {
       const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
-      merge_splits_kernel<<<grid, 128, 0, stream>>>(b, scratch, splits, n_head, out);
+      launch_kernel(merge_splits_kernel, grid, 128, 0, stream, b, scratch, splits, n_head, out);
     }
     return cudaGetLastError();
   }
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
   switch (b.type) {
     case DType::F32:
-      paged_attention_kernel<LoadF32>
-          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      launch_kernel(paged_attention_kernel<LoadF32>, grid, kThreads, 0, stream, b, q, q_stride,
+                    n_head, scale, out);
       break;
     case DType::F16:
-      paged_attention_kernel<LoadF16>
-          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      launch_kernel(paged_attention_kernel<LoadF16>, grid, kThreads, 0, stream, b, q, q_stride,
+                    n_head, scale, out);
       break;
     case DType::Q8_0:
-      paged_attention_kernel<LoadQ8>
-          <<<grid, kThreads, 0, stream>>>(b, q, q_stride, n_head, scale, out);
+      launch_kernel(paged_attention_kernel<LoadQ8>, grid, kThreads, 0, stream, b, q, q_stride,
+                    n_head, scale, out);
       break;
     default:
       return cudaErrorInvalidValue;

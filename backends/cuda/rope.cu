@@ -2,6 +2,7 @@
 // thread owns one frequency, computes its angle once in double and rotates it in every head.
 #include "common.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -10,6 +11,7 @@ constexpr int kThreads = 64;
 
 __global__ void rope_neox_kernel(float* x, size_t token_stride, int64_t n_heads, size_t head_stride,
                                  int64_t rot_dims, const int32_t* positions, double theta) {
+  pdl_begin();
   const int64_t t = blockIdx.x;
   const int64_t half = rot_dims / 2;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
@@ -32,8 +34,8 @@ cudaError_t rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
                       int64_t rot_dims, const int32_t* positions, double theta,
                       cudaStream_t stream) {
   if (T == 0 || rot_dims < 2) return cudaSuccess;
-  rope_neox_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(
-      x, token_stride, n_heads, head_stride, rot_dims, positions, theta);
+  launch_kernel(rope_neox_kernel, static_cast<unsigned>(T), kThreads, 0, stream, x, token_stride,
+                n_heads, head_stride, rot_dims, positions, theta);
   return cudaGetLastError();
 }
 

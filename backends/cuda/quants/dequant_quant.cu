@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
 
@@ -39,6 +40,7 @@ __device__ __forceinline__ void store16_half(__half* out, const float (&v)[16]) 
 template <class Q>
 __global__ void __launch_bounds__(kThreads)
     dequant_f16_kernel(QuantMatrix w, int64_t first, int64_t n_blocks, __half* out) {
+  pdl_begin();
   constexpr int kBlocksPerCta = kThreads / Q::kPieces;
   constexpr int kSpan = kBlocksPerCta * Q::kBlockElems;
   static_assert(kThreads % Q::kPieces == 0 && Q::kBlockElems % 8 == 0);
@@ -66,6 +68,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class Q>
 __global__ void __launch_bounds__(kThreads)
     embed_kernel(QuantMatrix w, const int32_t* tokens, float* out, bool vector) {
+  pdl_begin();
   const int64_t t = blockIdx.y;
   const int64_t n_pieces = w.nb * Q::kPieces;
   const int64_t piece = int64_t{blockIdx.x} * kThreads + threadIdx.x;
@@ -117,6 +120,7 @@ __device__ int half_exponent_shift(float amax) {
 // One block per token; `vector` when cols is a multiple of 4 and x is 16-byte aligned.
 __global__ void __launch_bounds__(kActThreads)
     acts_to_f16_kernel(const float* x, int64_t cols, __half* out, float* inv_scale, bool vector) {
+  pdl_begin();
   __shared__ float scratch[kActThreads / 32];
   const float* row = x + blockIdx.x * cols;
   __half* o = out + blockIdx.x * cols;
@@ -148,6 +152,7 @@ __global__ void __launch_bounds__(kActThreads)
 // half_exponent_shift) are left as they are. A block per row, not per 256 values: tiny blocks
 // made this a launch-rate-bound 18 us for 512 rows of 12288 even when every row returned.
 __global__ void scale_rows_kernel(float* y, int64_t ldy, int64_t n, const float* inv_scale) {
+  pdl_begin();
   const float s = inv_scale[blockIdx.y];
   if (s == 1.f) return;
   float* row = y + blockIdx.y * ldy;
@@ -166,8 +171,8 @@ cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t co
   with_quant_type(type, [&](auto q) {
     using Q = decltype(q);
     const int64_t n_blocks = n_rows * m.nb;
-    dequant_f16_kernel<Q><<<blocks_for(n_blocks, kThreads / Q::kPieces), kThreads, 0, stream>>>(
-        m, row0 * m.nb, n_blocks, static_cast<__half*>(out));
+    launch_kernel(dequant_f16_kernel<Q>, blocks_for(n_blocks, kThreads / Q::kPieces), kThreads, 0,
+                  stream, m, row0 * m.nb, n_blocks, static_cast<__half*>(out));
   });
   return cudaGetLastError();
 }
@@ -185,7 +190,8 @@ cudaError_t embed_quant(DType type, const void* w, int64_t rows, int64_t cols,
     for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {
       const dim3 grid(blocks_for(m.nb * Q::kPieces, kThreads),
                       static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
-      embed_kernel<Q><<<grid, kThreads, 0, stream>>>(m, tokens + t0, out + t0 * cols, vector);
+      launch_kernel(embed_kernel<Q>, grid, kThreads, 0, stream, m, tokens + t0, out + t0 * cols,
+                    vector);
     }
   });
   return cudaGetLastError();
@@ -196,8 +202,8 @@ cudaError_t acts_to_f16(const float* x, int64_t T, int64_t cols, void* out, floa
   if (T == 0) return cudaSuccess;
   const bool vector = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 8 == 0;
-  acts_to_f16_kernel<<<static_cast<unsigned>(T), kActThreads, 0, stream>>>(
-      x, cols, static_cast<__half*>(out), inv_scale, vector);
+  launch_kernel(acts_to_f16_kernel, static_cast<unsigned>(T), kActThreads, 0, stream, x, cols,
+                static_cast<__half*>(out), inv_scale, vector);
   return cudaGetLastError();
 }
 
@@ -206,7 +212,8 @@ cudaError_t scale_rows(float* y, int64_t ldy, int64_t n, int64_t T, const float*
   if (T == 0 || n == 0) return cudaSuccess;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxGridY) {  // grid.y is at most 65535
     const dim3 grid(1, static_cast<unsigned>(std::min(kMaxGridY, T - t0)));
-    scale_rows_kernel<<<grid, kThreads, 0, stream>>>(y + t0 * ldy, ldy, n, inv_scale + t0);
+    launch_kernel(scale_rows_kernel, grid, kThreads, 0, stream, y + t0 * ldy, ldy, n,
+                  inv_scale + t0);
   }
   return cudaGetLastError();
 }

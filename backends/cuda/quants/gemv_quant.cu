@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
 
@@ -39,6 +40,7 @@ QuantActs acts_in(void* scratch, int64_t T, int64_t cols) {
 // quantize_block32 of pieces.h with one lane per value: the same amax, scale and rounding.
 __global__ void __launch_bounds__(kWarps * 32)
     quantize_acts_kernel(const float* x, int64_t n_blocks, int8_t* q, float* d, float* s16) {
+  pdl_begin();
   const int64_t blk = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
   if (blk >= n_blocks) return;
   const int lane = threadIdx.x % 32;
@@ -80,6 +82,7 @@ __device__ __forceinline__ void gemv_rows(const QuantMatrix& w, const QuantActs&
 template <class Q, int kT, int kR>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(QuantMatrix w, QuantActs x, int T, float* y) {
+  pdl_begin();
   gemv_rows<Q, kT, kR>(w, x, T, y, blockIdx.x);
 }
 
@@ -95,6 +98,7 @@ struct GemvGroup {
 template <class Q, int kT, int kR>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_group_kernel(const GemvGroup g, QuantActs x, int T) {
+  pdl_begin();
   int j = 0;
   while (j + 1 < g.n && blockIdx.x >= g.first[j + 1]) ++j;
   gemv_rows<Q, kT, kR>(g.w[j], x, T, g.y[j], blockIdx.x - g.first[j]);
@@ -103,14 +107,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <class Q, int kT, int kR>
 void launch_gemv(const QuantMatrix& w, float* y, const QuantActs& x, int T, cudaStream_t stream) {
   const unsigned blocks = blocks_for(w.rows, kWarps * kR);
-  gemv_kernel<Q, kT, kR><<<blocks, kWarps * 32, 0, stream>>>(w, x, T, y);
+  launch_kernel(gemv_kernel<Q, kT, kR>, blocks, kWarps * 32, 0, stream, w, x, T, y);
 }
 
 template <class Q, int kT, int kR>
 void launch_gemv(GemvGroup g, const QuantActs& x, int T, cudaStream_t stream) {
   g.first[0] = 0;
   for (int j = 0; j < g.n; ++j) g.first[j + 1] = g.first[j] + blocks_for(g.w[j].rows, kWarps * kR);
-  gemv_group_kernel<Q, kT, kR><<<g.first[g.n], kWarps * 32, 0, stream>>>(g, x, T);
+  launch_kernel(gemv_group_kernel<Q, kT, kR>, g.first[g.n], kWarps * 32, 0, stream, g, x, T);
 }
 
 // Token-count buckets: one row per warp for a single token (most warps, most bytes in
@@ -140,9 +144,9 @@ cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_sc
   if (T < 1 || cols % 32 != 0) return cudaErrorInvalidValue;
   const QuantActs acts = acts_in(acts_scratch, T, cols);
   const int64_t n_blocks = T * cols / 32;
-  quantize_acts_kernel<<<blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream>>>(
-      x, n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
-      const_cast<float*>(acts.s16));
+  launch_kernel(quantize_acts_kernel, blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream, x,
+                n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
+                const_cast<float*>(acts.s16));
   return cudaGetLastError();
 }
 

@@ -163,6 +163,9 @@ void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
   // Only loads grow scratch; wait for any work that may still read the old buffers.
   check(cudaStreamSynchronize(stream_), "scratch growth");
   if (cols > max_cols_) {
+    // The new buffers hold nothing yet: the next matmul of an input seen before must convert
+    // it again rather than read what the freed ones held.
+    forget_acts();
     free_device(acts_q_);
     free_device(acts_f16_);
     acts_q_ = alloc_(quant_acts_bytes(std::max(kQuantGemvMaxTokens, gemv_tokens_), cols),

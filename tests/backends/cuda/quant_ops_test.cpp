@@ -317,6 +317,34 @@ TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
   }
 }
 
+// A load that grows the activation scratch (a wider matrix) leaves no stale conversion
+// behind: the same input multiplied again, at the same address, gives the same result, for
+// the GEMV (quantized copy) and the tile product (half copy).
+TEST_F(CudaQuant, LoadThatGrowsScratchForgetsConvertedInputs) {
+  std::mt19937 rng(5);
+  const QuantCase& c = case_of(DType::Q4_K);
+  const Weight narrow = gpu_->load_weight(view_of("narrow.weight", DType::Q4_K, 64, 256,
+                                                  testing::random_blocks(c, 64 * 256 / 256, rng)));
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t T : {1, 20}) {
+    std::vector<float> x(static_cast<size_t>(T * 256));
+    for (float& v : x) v = u(rng);
+    auto xd = gpu_->alloc(x.size());
+    gpu_->upload(xd->data(), x.data(), x.size());
+    auto y = gpu_->alloc(static_cast<size_t>(T * 64));
+    gpu_->matmul(narrow, xd->data(), T, y->data());
+    std::vector<float> before(static_cast<size_t>(T * 64)), after(before.size());
+    gpu_->download(before.data(), y->data(), before.size());
+    const int64_t wide_cols = 4096 * (T == 1 ? 1 : 2);  // each pass grows the scratch again
+    gpu_->load_weight(view_of("wide.weight", DType::Q4_K, 32, wide_cols,
+                              testing::random_blocks(c, 32 * wide_cols / 256, rng)));
+    gpu_->matmul(narrow, xd->data(), T, y->data());
+    gpu_->download(after.data(), y->data(), after.size());
+    EXPECT_EQ(0, std::memcmp(before.data(), after.data(), before.size() * sizeof(float)))
+        << "T=" << T;
+  }
+}
+
 std::string load_error(Backend& b, const TensorView& v) {
   try {
     b.load_weight(v);

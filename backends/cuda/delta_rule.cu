@@ -84,8 +84,10 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
 
 // `vector`: dk is a multiple of 4 and the qkv rows are 16-byte aligned, so q and k load as
 // float4.
+// Decode blocks are held to four per SM's worth of registers (128 each): the state loads of
+// many sequences need the blocks in flight more than any one block needs registers.
 template <int kPerLane, int kChunkTokens>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 : 0)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
@@ -115,16 +117,34 @@ __global__ void __launch_bounds__(kWarps * 32)
   out += first * n_v_heads * dv;
   float* S = seqs.state[sq] + (j * dv + c0 + col0) * dk;
 
+  // The state rows as 16-byte loads where dk allows (the state is 16-byte aligned): at many
+  // sequences per step this kernel streams every state once each way.
+  // (Decode only: in the prefill kernels the second path cost registers, and their state is
+  // read once per prompt chunk.)
+  const bool state_vector = kChunkTokens == kDecodeChunk && kVec == 4 && dk % 4 == 0 &&
+                            reinterpret_cast<uintptr_t>(seqs.state[sq]) % 16 == 0;
   float s[kCols][kPerLane];
 #pragma unroll
   for (int c = 0; c < kCols; ++c)
 #pragma unroll
-    for (int i = 0; i < kPerLane / kVec; ++i)
+    for (int i = 0; i < kPerLane / kVec; ++i) {
+      const int d0 = Shape::dim(g, i, 0);
+      const bool column = c0 + col0 + c < dv;
+      if (state_vector) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (column && d0 < dk) v = *reinterpret_cast<const float4*>(S + c * dk + d0);
+        s[c][i * kVec] = v.x;
+        s[c][i * kVec + (kVec > 1 ? 1 : 0)] = v.y;
+        s[c][i * kVec + (kVec > 2 ? 2 : 0)] = v.z;
+        s[c][i * kVec + (kVec > 3 ? 3 : 0)] = v.w;
+        continue;
+      }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
-        s[c][i * kVec + e] = c0 + col0 + c < dv && d < dk ? S[c * dk + d] : 0.f;
+        s[c][i * kVec + e] = column && d < dk ? S[c * dk + d] : 0.f;
       }
+    }
 
   for (int64_t t0 = 0; t0 < T; t0 += kChunk) {
     const int n = static_cast<int>(T - t0 < kChunk ? T - t0 : kChunk);
@@ -300,12 +320,21 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int c = 0; c < kCols; ++c) {
     if (c0 + col0 + c >= dv) continue;
 #pragma unroll
-    for (int i = 0; i < kPerLane / kVec; ++i)
+    for (int i = 0; i < kPerLane / kVec; ++i) {
+      const int d0 = Shape::dim(g, i, 0);
+      if (state_vector) {
+        if (d0 < dk)
+          *reinterpret_cast<float4*>(S + c * dk + d0) =
+              make_float4(s[c][i * kVec], s[c][i * kVec + (kVec > 1 ? 1 : 0)],
+                          s[c][i * kVec + (kVec > 2 ? 2 : 0)], s[c][i * kVec + (kVec > 3 ? 3 : 0)]);
+        continue;
+      }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
         if (d < dk) S[c * dk + d] = s[c][i * kVec + e];
       }
+    }
   }
 }
 

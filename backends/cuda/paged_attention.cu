@@ -125,9 +125,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One block per batch row; keys and values of the row go to its position in its pages.
-// Q8_0: one warp per block of 32 values (max |x| / 127 as the f16 scale, round(x / scale)
-// with the unrounded scale, as the CPU backend and ggml quantize).
+// One block per batch row and tensor (blockIdx.y: 0 keys, 1 values), one thread per value up
+// to 1,024 (a loop in one thread would wait for each load in turn: its stores may alias the
+// next load). The row goes to its position in its pages. Q8_0: one warp per block of 32 values (max
+// |x| / 127 as the f16 scale, round(x / scale) with the unrounded scale, as the CPU backend and
+// ggml quantize).
 __global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
   pdl_begin();
   const int64_t r = blockIdx.x;
@@ -138,7 +140,8 @@ __global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
   const int64_t width = b.n_head_kv * b.head_dim;
   const size_t at = b.page_bytes * static_cast<size_t>(b.pages[desc.page_offset + pos / kPage]) +
                     b.row_bytes * static_cast<size_t>(pos % kPage);
-  for (int which = 0; which < 2; ++which) {
+  {
+    const int which = static_cast<int>(blockIdx.y);
     const float* src = (which == 0 ? k : v) + r * width;
     char* dst = (which == 0 ? b.k + desc.k_offset : b.v + desc.v_offset) + at;
     if (b.type == DType::F32) {
@@ -518,7 +521,10 @@ void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, in
 cudaError_t kv_store(const PagedBatch& b, const float* k, const float* v, cudaStream_t stream) {
   if (b.rows == 0) return cudaSuccess;
   if (b.type == DType::Q8_0 && b.head_dim % 32 != 0) return cudaErrorInvalidValue;
-  launch_kernel(kv_store_kernel, static_cast<unsigned>(b.rows), 256, 0, stream, b, k, v);
+  const int64_t width = b.n_head_kv * b.head_dim;
+  const auto threads = static_cast<unsigned>(std::clamp<int64_t>((width + 31) / 32 * 32, 32, 1024));
+  launch_kernel(kv_store_kernel, dim3(static_cast<unsigned>(b.rows), 2), threads, 0, stream, b, k,
+                v);
   return cudaGetLastError();
 }
 

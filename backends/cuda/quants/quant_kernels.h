@@ -42,8 +42,8 @@ cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const in
 // prepare_tile_matmul, once per device before any launch, returns cudaErrorNotSupported on
 // GPUs older than sm_80.
 cudaError_t prepare_tile_matmul();
-size_t tile_matmul_partial_floats(int64_t rows, int64_t cols, int64_t T);
-size_t tile_matmul_counters(int64_t rows, int64_t T);
+size_t tile_matmul_partial_floats(DType type, int64_t rows, int64_t cols, int64_t T);
+size_t tile_matmul_counters(DType type, int64_t rows, int64_t T);
 cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, const void* x_f16,
                         const float* inv_scale, int64_t T, float* y, float* partial,
                         size_t partial_floats, unsigned* counters, size_t n_counters,

@@ -100,7 +100,7 @@ Weight split_weight(const TensorView& view, void* data) {
 
 Weight QuantMatmul::load(const TensorView& view) {
   Weight w = split_weight(view, nullptr);
-  reserve_scratch(w.rows, w.cols);
+  reserve_scratch(w.type, w.rows, w.cols);
   auto* device = static_cast<uint8_t*>(alloc_(view.nbytes, "tensor '" + view.name + "'"));
   weights_.push_back(device);
   upload_split(view, device);
@@ -147,16 +147,16 @@ void QuantMatmul::upload_split(const TensorView& view, uint8_t* device) {
   }
 }
 
-void QuantMatmul::reserve_scratch(int64_t rows, int64_t cols) {
+void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
   const auto all = static_cast<size_t>(rows * cols);
   const auto want_tile = std::max(std::min(all, static_cast<size_t>(kTileRowAlign * cols)),
                                   std::min(tile_elems_max_, all));
   // The tile product's split partial sums: the most any token count up to tile_tokens_ needs.
   size_t want_partial = 0;
   for (int64_t T = gemv_tokens_ + 1; T <= tile_tokens_; ++T)
-    want_partial = std::max(want_partial, tile_matmul_partial_floats(rows, cols, T));
+    want_partial = std::max(want_partial, tile_matmul_partial_floats(type, rows, cols, T));
   const size_t want_counters =
-      tile_tokens_ > 0 ? tile_matmul_counters(rows, std::max<int64_t>(1, tile_tokens_)) : 0;
+      tile_tokens_ > 0 ? tile_matmul_counters(type, rows, std::max<int64_t>(1, tile_tokens_)) : 0;
   if (cols <= max_cols_ && want_tile <= tile_elems_ && want_partial <= partial_floats_ &&
       want_counters <= n_counters_)
     return;

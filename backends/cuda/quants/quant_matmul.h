@@ -61,7 +61,7 @@ class QuantMatmul {
   static constexpr int64_t kPrefillTokens = 1024;
 
  private:
-  void reserve_scratch(int64_t rows, int64_t cols);
+  void reserve_scratch(DType type, int64_t rows, int64_t cols);
   // x quantized for the GEMV in acts_q_, unless it is there already.
   void quantized_acts(const float* x, int64_t T, int64_t cols);
   void upload_split(const TensorView& view, uint8_t* device);

@@ -15,7 +15,8 @@
 // 16.5 ms. Still far from the bandwidth bound: Nsight Compute shows the gate/up product at
 // ~0.5 TB/s with 20% occupancy, the time being the latency chain of each chunk (load, expand,
 // barrier, multiply, barrier) with one chunk in flight per block. L2 prefetch ahead of the
-// loads measured no gain; the next step is a multi-stage cp.async ring of raw weight bytes.
+// loads measured no gain. Q4_K, the bulk of a Q4_K_M model, has a multi-stage cp.async kernel of
+// its own (tile_q4k.cu) on GPUs with the shared memory for it.
 //
 // Matrices with few row blocks (a 4096-row projection is 64 blocks on a 132-SM GPU) are split
 // over columns; each split writes its partial sums and the last one to finish adds them in
@@ -29,6 +30,8 @@
 #include "cuda/launch.cuh"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/quants/tile_common.cuh"
+#include "cuda/quants/tile_q4k.h"
 #include "cuda/tensor_core.cuh"
 
 namespace hostlm::cuda::quants {
@@ -191,21 +194,6 @@ __device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* x
   }
 }
 
-// Calls f(value, row, token) for each of this lane's accumulators inside y: element e of
-// n-tile j is row warp * 16 + lane / 4 (+ 8 for e >= 2), token j * 8 + 2 * (lane % 4) + e % 2.
-template <int kN, class F>
-__device__ __forceinline__ void for_each_output(const float (&acc)[kN / 8][4], int64_t row0, int t0,
-                                                int64_t rows, int T, int warp, int lane, F&& f) {
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t row = row0 + warp * 16 + lane / 4 + (e >= 2 ? 8 : 0);
-      const int t = t0 + j * 8 + (lane % 4) * 2 + (e & 1);
-      if (row < rows && t < T) f(acc[j][e], static_cast<size_t>(row), static_cast<size_t>(t));
-    }
-}
-
 // Blocks per SM the registers must allow. 16-token blocks fit four without spilling; 32- and
 // 64-token blocks are given the registers they need (three and two blocks): forced to four
 // and three they spilled (Nsight Compute: 104K local-memory requests in one 8192-row Q4_K
@@ -242,68 +230,15 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(Tile
     __syncthreads();
   }
 
-  const size_t T = static_cast<size_t>(args.T), rows = static_cast<size_t>(w.rows);
-  float* y = args.y;
-  const float* inv_scale = args.inv_scale;
-  if (args.splits == 1) {
-    for_each_output<kN>(
-        acc, row0, t0, w.rows, args.T, warp, lane,
-        [&](float v, size_t row, size_t t) { y[t * rows + row] = v * inv_scale[t]; });
-    return;
-  }
-  float* mine = args.partial + blockIdx.z * T * rows;
-  for_each_output<kN>(acc, row0, t0, w.rows, args.T, warp, lane,
-                      [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
-  __threadfence();
-  __syncthreads();
-  unsigned* count = args.count + blockIdx.y * gridDim.x + blockIdx.x;
-  if (tid == 0) last_split = atomicAdd(count, 1u) == static_cast<unsigned>(args.splits - 1);
-  __syncthreads();
-  if (!last_split) return;
-  __threadfence();
-  const float* partial = args.partial;
-  const int splits = args.splits;
-  for_each_output<kN>(acc, row0, t0, w.rows, args.T, warp, lane, [&](float, size_t row, size_t t) {
-    float sum = 0.f;  // in split order, whichever split finished last
-    for (int z = 0; z < splits; ++z) sum += __ldcg(partial + (z * T + t) * rows + row);
-    y[t * rows + row] = sum * inv_scale[t];
-  });
-  if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+  const TileOutput out{args.y, args.partial, args.count, args.inv_scale,
+                       w.rows, args.T,       args.splits};
+  store_tile<kN>(acc, out, row0, t0, last_split);
 #endif
 }
 
-int sm_count() {
-  static const int n = [] {
-    int device = 0, count = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-      return 1;
-    return std::max(1, count);
-  }();
-  return n;
-}
-
-int tokens_per_block(int64_t T) { return T <= 16 ? 16 : T <= 32 ? 32 : 64; }
-
-struct Plan {
-  unsigned row_blocks, token_blocks;
-  int chunks_per_split, splits;
-};
-
-// Splits over columns while all blocks still fit on the GPU at once (min_blocks per SM): more
-// blocks hide more of the loads' latency, but a second wave would add a whole block's latency chain
-// again.
-Plan plan_for(int64_t rows, int64_t cols, int64_t T) {
-  Plan p;
-  p.row_blocks = blocks_for(rows, kRows);
-  p.token_blocks = blocks_for(T, tokens_per_block(T));
-  const int n_chunks = static_cast<int>((cols + kChunk - 1) / kChunk);
-  const int64_t tiles = int64_t{p.row_blocks} * p.token_blocks;
-  const int64_t resident = int64_t{min_blocks(tokens_per_block(T))} * sm_count();
-  const int splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, n_chunks));
-  p.chunks_per_split = (n_chunks + splits - 1) / splits;
-  p.splits = (n_chunks + p.chunks_per_split - 1) / p.chunks_per_split;
-  return p;
+TilePlan plan_for(DType type, int64_t rows, int64_t cols, int64_t T) {
+  if (type == DType::Q4_K && tile_q4k_ready()) return tile_q4k_plan(rows, cols, T);
+  return tile_plan(rows, (cols + kChunk - 1) / kChunk, T, kRows, min_blocks(tokens_per_block(T)));
 }
 
 template <class Q, int kN>
@@ -313,7 +248,7 @@ cudaError_t set_smem() {
 }
 
 template <class Q, int kN>
-void launch(const Plan& p, const TileArgs& a, cudaStream_t stream) {
+void launch(const TilePlan& p, const TileArgs& a, cudaStream_t stream) {
   const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
   launch_kernel(tile_mma_kernel<Q, kN>, grid, kThreads, smem_bytes(kN), stream, a);
 }
@@ -335,16 +270,17 @@ cudaError_t prepare_tile_matmul() {
       for (cudaError_t s : {set_smem<Q, 16>(), set_smem<Q, 32>(), set_smem<Q, 64>()})
         if (status == cudaSuccess) status = s;
     });
+  if (status == cudaSuccess) status = prepare_tile_q4k();
   return status;
 }
 
-size_t tile_matmul_partial_floats(int64_t rows, int64_t cols, int64_t T) {
-  const Plan p = plan_for(rows, cols, T);
-  return p.splits > 1 ? static_cast<size_t>(p.splits) * static_cast<size_t>(T * rows) : 0;
+size_t tile_matmul_partial_floats(DType type, int64_t rows, int64_t cols, int64_t T) {
+  return tile_partial_floats(plan_for(type, rows, cols, T), rows, T);
 }
 
-size_t tile_matmul_counters(int64_t rows, int64_t T) {
-  return size_t{blocks_for(rows, kRows)} * blocks_for(T, tokens_per_block(T));
+size_t tile_matmul_counters(DType type, int64_t rows, int64_t T) {
+  const TilePlan p = plan_for(type, rows, kChunk, T);
+  return size_t{p.row_blocks} * p.token_blocks;
 }
 
 cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, const void* x_f16,
@@ -355,20 +291,20 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
   if (layout.n_regions == 0 || T < 1 || cols % layout.block_elems != 0)
     return cudaErrorInvalidValue;
   if (rows == 0 || cols == 0) return cudaSuccess;
-  Plan p = plan_for(rows, cols, T);
-  if (p.splits > 1 && (tile_matmul_partial_floats(rows, cols, T) > partial_floats ||
-                       tile_matmul_counters(rows, T) > n_counters)) {
-    p.chunks_per_split = static_cast<int>((cols + kChunk - 1) / kChunk);
+  TilePlan p = plan_for(type, rows, cols, T);
+  if (p.splits > 1 && (tile_partial_floats(p, rows, T) > partial_floats ||
+                       size_t{p.row_blocks} * p.token_blocks > n_counters)) {
+    p.chunks_per_split = p.chunks_per_split * p.splits;
     p.splits = 1;
   }
-  TileArgs a{quant_matrix(type, w, rows, cols),
-             static_cast<const __half*>(x_f16),
-             inv_scale,
-             y,
-             partial,
-             counters,
-             static_cast<int>(T),
-             p.chunks_per_split,
+  const QuantMatrix m = quant_matrix(type, w, rows, cols);
+  const auto* x = static_cast<const __half*>(x_f16);
+  if (type == DType::Q4_K && tile_q4k_ready()) {
+    const TileOutput out{y, partial, counters, inv_scale, rows, static_cast<int>(T), p.splits};
+    tile_q4k_launch(p, m, x, out, stream);
+    return cudaGetLastError();
+  }
+  TileArgs a{m,       x, inv_scale, y, partial, counters, static_cast<int>(T), p.chunks_per_split,
              p.splits};
   const int n = tokens_per_block(T);
   with_quant_type(type, [&](auto q) {

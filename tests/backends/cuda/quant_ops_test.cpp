@@ -279,6 +279,38 @@ TEST_F(CudaQuant, LargeTensorCrossesUploadChunksTilesAndTokenChunks) {
   ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 
+// The Q4_K tile product's pipeline (tile_q4k.cu on GPUs with the shared memory for it): a
+// matrix taller than one 128-row block and not a multiple of it, 16 chunks per row so that the
+// stage ring wraps several times, every token bucket, with and without column splits (9000
+// rows at 64 tokens fill an H200 without them). Same bounds as every other half product.
+TEST_F(CudaQuant, Q4kTileProductOverManyChunks) {
+  const QuantCase& c = case_of(DType::Q4_K);
+  std::mt19937 rng(7);
+  Worst worst;
+  for (int64_t rows : {1100, 9000}) {
+    const int64_t cols = 4096;
+    const std::vector<uint8_t> blocks =
+        testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+    const std::vector<float> w = testing::dequantize(c, blocks);
+    const Weight wc = cpu_->load_weight(view_of("q4k.weight", c.type, rows, cols, blocks));
+    const Weight wg = gpu_->load_weight(view_of("q4k.weight", c.type, rows, cols, blocks));
+    for (int64_t T : {7, 16, 17, 33, 64}) {
+      if (rows > 1100 && T != 16 && T != 64) continue;  // the CPU checks are O(T * rows * cols)
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> x(static_cast<size_t>(T * cols));
+      for (float& v : x) v = u(rng);
+      std::vector<float> y_cpu(static_cast<size_t>(T * rows));
+      cpu_->matmul(wc, x.data(), T, y_cpu.data());
+      const std::vector<float> y = run_gpu_matmul(wg, x, T);
+      EXPECT_EQ(0, std::memcmp(y.data(), run_gpu_matmul(wg, x, T).data(), y.size() * 4))
+          << rows << "x" << cols << " T=" << T << ": a second run differs";
+      check_products(w, x, rows, cols, T, y, y_cpu,
+                     "Q4_K " + std::to_string(rows) + "x4096 T=" + std::to_string(T), worst);
+    }
+  }
+  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
+}
+
 // Matrices that read the same input (decode: one launch per type) give the bits of one
 // matmul each: three Q4_K of different heights with a Q6_K among them, at every GEMV token
 // count, and past the GEMV (one matmul each).

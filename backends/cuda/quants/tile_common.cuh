@@ -1,0 +1,147 @@
+// What the tile products (tile_mma.cu, tile_q4k.cu) share: how a launch is cut into blocks
+// and column splits, and how a warp's m16n8 accumulators reach y, adding split partial sums
+// in a fixed order so that results never depend on which split finished last.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/common.cuh"
+
+namespace hostlm::cuda::quants {
+
+inline int sm_count() {
+  static const int n = [] {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+      return 1;
+    return std::max(1, count);
+  }();
+  return n;
+}
+
+inline int tokens_per_block(int64_t T) { return T <= 16 ? 16 : T <= 32 ? 32 : 64; }
+
+struct TilePlan {
+  unsigned row_blocks, token_blocks;
+  int chunks_per_split, splits;
+};
+
+// Splits over columns while all blocks still fit on the GPU at once (`resident_per_sm`
+// blocks per SM): more blocks hide more of the loads' latency, but a second wave would add a
+// whole block's latency chain again.
+inline TilePlan tile_plan(int64_t rows, int64_t n_chunks, int64_t T, int rows_per_block,
+                          int resident_per_sm) {
+  TilePlan p;
+  p.row_blocks = blocks_for(rows, rows_per_block);
+  p.token_blocks = blocks_for(T, tokens_per_block(T));
+  const int64_t tiles = int64_t{p.row_blocks} * p.token_blocks;
+  const int64_t resident = int64_t{resident_per_sm} * sm_count();
+  const int splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, n_chunks));
+  p.chunks_per_split = static_cast<int>((n_chunks + splits - 1) / splits);
+  p.splits = static_cast<int>((n_chunks + p.chunks_per_split - 1) / p.chunks_per_split);
+  return p;
+}
+
+inline size_t tile_partial_floats(const TilePlan& p, int64_t rows, int64_t T) {
+  return p.splits > 1 ? static_cast<size_t>(p.splits) * static_cast<size_t>(T * rows) : 0;
+}
+
+// Where a tile's results go.
+struct TileOutput {
+  float* y;                // [T, rows]
+  float* partial;          // [splits, T, rows] when splits > 1
+  unsigned* count;         // one zeroed counter per (row block, token block)
+  const float* inv_scale;  // per token, undoes the activations' power-of-two scale
+  int64_t rows;
+  int T;
+  int splits;
+};
+
+// Calls f(value, row, token) for each of this lane's accumulators inside y: element e of
+// n-tile j is row warp * 16 + lane / 4 (+ 8 for e >= 2), token j * 8 + 2 * (lane % 4) + e % 2.
+template <int kN, class F>
+__device__ __forceinline__ void for_each_output(const float (&acc)[kN / 8][4], int64_t row0, int t0,
+                                                int64_t rows, int T, int warp, int lane, F&& f) {
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = row0 + warp * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+      const int t = t0 + j * 8 + (lane % 4) * 2 + (e & 1);
+      if (row < rows && t < T) f(acc[j][e], static_cast<size_t>(row), static_cast<size_t>(t));
+    }
+}
+
+// Writes the block's tile (rows row0.., tokens t0..; blockIdx.z is the split; 16 rows per warp).
+// With splits, each writes its partial sums and the last to arrive adds all of them in split
+// order.
+// `last_split` is a __shared__ flag of the block. Every thread of the block must call this.
+template <int kN>
+__device__ __forceinline__ void store_tile(const float (&acc)[kN / 8][4], const TileOutput& o,
+                                           int64_t row0, int t0, bool& last_split) {
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const size_t T = static_cast<size_t>(o.T), rows = static_cast<size_t>(o.rows);
+  float* y = o.y;
+  const float* inv_scale = o.inv_scale;
+  if (o.splits == 1) {
+    for_each_output<kN>(acc, row0, t0, o.rows, o.T, warp, lane, [&](float v, size_t row, size_t t) {
+      y[t * rows + row] = v * inv_scale[t];
+    });
+    return;
+  }
+  float* mine = o.partial + blockIdx.z * T * rows;
+  for_each_output<kN>(acc, row0, t0, o.rows, o.T, warp, lane,
+                      [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
+  __threadfence();
+  __syncthreads();
+  unsigned* count = o.count + blockIdx.y * gridDim.x + blockIdx.x;
+  if (tid == 0) last_split = atomicAdd(count, 1u) == static_cast<unsigned>(o.splits - 1);
+  __syncthreads();
+  if (!last_split) return;
+  __threadfence();
+  // The last split adds all of them with the whole block, elements spread over its threads
+  // and four splits' loads in flight at once, in split order per element (whichever split
+  // finished last). Summing each lane's own accumulators one split at a time waited for one
+  // round trip per split (Nsight Compute: 18-24 us for a 32-row matrix in 16 splits).
+  const size_t split_floats = T * rows;
+  const int rows_here = static_cast<int>(min(int64_t{blockDim.x / 2}, o.rows - row0));
+  const int tokens_here = min(kN, o.T - t0);
+  const int n_valid = rows_here * tokens_here;
+  constexpr int kPer = 8;
+  for (int base = tid; base < n_valid; base += static_cast<int>(blockDim.x) * kPer) {
+    size_t at[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = min(base + k * static_cast<int>(blockDim.x), n_valid - 1);
+      at[k] = static_cast<size_t>(t0 + i / rows_here) * rows + static_cast<size_t>(row0) +
+              static_cast<size_t>(i % rows_here);
+    }
+    float sum[kPer] = {};
+    int z = 0;
+    for (; z + 4 <= o.splits; z += 4) {
+      float v[4][kPer];
+#pragma unroll
+      for (int zz = 0; zz < 4; ++zz)
+#pragma unroll
+        for (int k = 0; k < kPer; ++k)
+          v[zz][k] = __ldcg(o.partial + (z + zz) * split_floats + at[k]);
+#pragma unroll
+      for (int zz = 0; zz < 4; ++zz)
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) sum[k] += v[zz][k];
+    }
+    for (; z < o.splits; ++z)
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) sum[k] += __ldcg(o.partial + z * split_floats + at[k]);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k)
+      if (base + k * static_cast<int>(blockDim.x) < n_valid)
+        y[at[k]] = sum[k] * inv_scale[at[k] / rows];
+  }
+  if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+}
+
+}  // namespace hostlm::cuda::quants

@@ -1,0 +1,365 @@
+// Q4_K weights times a few dozen tokens: the decode steps of continuous batching on the matrix
+// type that holds most of a Q4_K_M model.
+//
+// Why its own kernel: the generic tile product (tile_mma.cu) keeps one chunk of weights in
+// flight per block, and Nsight Compute showed it latency-bound (an 8192 x 4096 product at
+// 0.45 TB/s, DRAM 9% busy). Here the raw bytes of several chunks are in flight at once: a
+// ring of kStages shared-memory stages filled by cp.async, one barrier per chunk, while the
+// warps work on the oldest stage. Nothing is expanded through shared memory: each lane turns
+// the nibbles it loads straight into its tensor-core fragments.
+//
+// Fragment layout. A block has 8 warps of 16 weight rows; a chunk is one 256-value Q4_K block
+// per row. In sub-block pair c (32 quant bytes: low nibbles are sub-block 2c, high 2c + 1)
+// lane (g = lane / 4, q = lane % 4) loads bytes 8q .. 8q + 7 of rows g and g + 8. The
+// m16n8k16 products see the values of a sub-block in a permuted order, the same for weights
+// and activations: product h (0, 1) takes values 8q + 4h + {0, 1} as the fragment's columns
+// 2q, 2q + 1 and 8q + 4h + {2, 3} as 2q + 8, 2q + 9. So a lane's weight fragment is bytes
+// 4h .. 4h + 3 of its 8, and its activation fragment for token g is 8 consecutive halves: one
+// 128-bit shared load serves both products.
+//
+// Values are expanded as tile_mma.cu does (decode_range_half): a * q + m rounded once in half,
+// with a = d * scale and m = -dmin * min rounded to half first; the products are the same.
+//
+// Measured (9B Q4_K_M shape, H200, hostlm bench --parallel): decode step at 32 streams 15.6 ->
+// 11.0 ms, at 64 streams 26.2 -> 17.7 ms against the generic kernel. Still not bandwidth-bound:
+// Nsight Compute puts a 12288 x 4096 product at 64 tokens at 48 us, issue-limited (about 800
+// instructions per warp and chunk, two warps per scheduler); the half expansion and the
+// m16n8k16 products are most of what is left.
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "cuda/launch.cuh"
+#include "cuda/quants/tile_q4k.h"
+#include "cuda/tensor_core.cuh"
+
+namespace hostlm::cuda::quants {
+namespace {
+
+constexpr int kChunk = 256;  // columns per chunk: one Q4_K block
+// Bytes per staged row. Quants: 128 + 32, so the four rows one phase of a 64-bit shared load
+// reads fall on distinct banks. Activations (256 halves): 512 + 64, likewise for the eight
+// tokens of a 128-bit load.
+constexpr int kQuantStride = 160;
+constexpr int kHeadBytes = 16;  // d, dmin, scales[12]
+constexpr int kActStride = 576;
+constexpr int kSmemPerSm = 233472;  // sm_90: 228 KiB, of which 1 KiB per block is the driver's
+
+// A block shape: warps of 16 rows, and shared-memory stages per token bucket (16, 32, 64).
+template <int kW, int kS16, int kS32, int kS64>
+struct Shape {
+  static constexpr int kThreads = kW * 32, kRows = kW * 16;
+  static constexpr __host__ __device__ int stages(int n) {
+    return n == 16 ? kS16 : n == 32 ? kS32 : kS64;
+  }
+  static constexpr __host__ __device__ int stage_bytes(int n) {
+    return kRows * kQuantStride + kRows * kHeadBytes + n * kActStride;
+  }
+  static constexpr size_t smem_bytes(int n) {
+    return static_cast<size_t>(stages(n)) * static_cast<size_t>(stage_bytes(n));
+  }
+  // Blocks per SM for the launch bound: what shared memory allows, and no fewer registers
+  // than each bucket needs without spilling (ptxas: 104, 128 and 176).
+  static constexpr int min_blocks(int n) {
+    const int by_smem = kSmemPerSm / (static_cast<int>(smem_bytes(n)) + 1024);
+    const int by_regs = 65536 / (kThreads * (n == 16 ? 104 : n == 32 ? 128 : 176));
+    const int b = by_smem < by_regs ? by_smem : by_regs;
+    return b < 1 ? 1 : b;
+  }
+};
+
+// 8 warps (128 rows); 3 stages at 16 and 64 tokens (two and one blocks per SM), 4 at 32 (one).
+// Measured against 4 warps with 3 stages and 4 or 8 warps with 2 stages (9B shape, H200,
+// 16 / 32 / 64 streams): equal at 16, up to 4% ahead at 32 and 64.
+using Chosen = Shape<8, 3, 4, 3>;
+
+struct Q4kArgs {
+  QuantMatrix w;
+  const __half* x;
+  TileOutput out;
+  int chunks_per_split;
+};
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Where this thread's copies of chunk 0 come from; chunk c is a fixed stride further. Sources
+// outside the matrix (or past the last token) stay at a mapped address and copy zeros. Worked
+// out once per block: per chunk the address arithmetic was a tenth of the kernel's instructions.
+template <class S, int kN>
+struct StageSources {
+  static constexpr int kQuantCopies = S::kRows * 8 / S::kThreads;  // 16-byte pieces per thread
+  static constexpr int kActCopies = kN * 32 / S::kThreads;
+  static_assert(S::kRows * 8 % S::kThreads == 0 && kN * 32 % S::kThreads == 0);
+  const uint8_t* quant[kQuantCopies];
+  const uint8_t* head;
+  const __half* act[kActCopies];
+  unsigned quant_ok, act_ok;  // bit j: copy j is inside
+  bool head_ok;
+
+  __device__ StageSources(const Q4kArgs& a, int64_t row0, int t0) {
+    const QuantMatrix& w = a.w;
+    const int tid = threadIdx.x;
+    quant_ok = act_ok = 0;
+#pragma unroll
+    for (int j = 0; j < kQuantCopies; ++j) {
+      const int i = tid + j * S::kThreads, r = i / 8, piece = i % 8;
+      const bool inside = row0 + r < w.rows;
+      quant[j] = inside ? w.region[0] + (row0 + r) * w.nb * 128 + piece * 16 : w.region[0];
+      quant_ok |= inside ? 1u << j : 0u;
+    }
+    head_ok = tid < S::kRows && row0 + tid < w.rows;
+    head = head_ok ? w.region[1] + (row0 + tid) * w.nb * kHeadBytes : w.region[1];
+#pragma unroll
+    for (int j = 0; j < kActCopies; ++j) {
+      const int i = tid + j * S::kThreads, t = i / 32, piece = i % 32;
+      const bool valid = t0 + t < a.out.T;
+      act[j] = valid ? a.x + int64_t{t0 + t} * w.cols + piece * 8 : a.x;
+      act_ok |= valid ? 1u << j : 0u;
+    }
+  }
+
+  // Issues the copies of chunk `chunk` into `stage`.
+  __device__ __forceinline__ void load(int chunk, unsigned stage) const {
+    const int tid = threadIdx.x;
+    const unsigned heads = stage + S::kRows * kQuantStride, acts = heads + S::kRows * kHeadBytes;
+#pragma unroll
+    for (int j = 0; j < kQuantCopies; ++j) {
+      const int i = tid + j * S::kThreads, r = i / 8, piece = i % 8;
+      const bool ok = (quant_ok >> j) & 1u;
+      cp_async_16_or_zero(stage + r * kQuantStride + piece * 16,
+                          ok ? quant[j] + chunk * 128 : quant[j], ok);
+    }
+    if (tid < S::kRows)
+      cp_async_16_or_zero(heads + tid * kHeadBytes, head_ok ? head + chunk * kHeadBytes : head,
+                          head_ok);
+#pragma unroll
+    for (int j = 0; j < kActCopies; ++j) {
+      const int i = tid + j * S::kThreads, t = i / 32, piece = i % 32;
+      const bool ok = (act_ok >> j) & 1u;
+      cp_async_16_or_zero(acts + t * kActStride + piece * 16, ok ? act[j] + chunk * kChunk : act[j],
+                          ok);
+    }
+  }
+};
+
+__device__ __forceinline__ uint2 lds64(const unsigned char* p) {
+  return *reinterpret_cast<const uint2*>(p);
+}
+__device__ __forceinline__ uint4 lds128(const unsigned char* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
+
+// Values of bytes (0, 1) or (2, 3) of `nibbles` (each < 16) as half2, a * q + m.
+__device__ __forceinline__ unsigned expand2(uint32_t nibbles, unsigned selector, __half2 a,
+                                            __half2 m) {
+  const uint32_t bits = __byte_perm(nibbles, 0x64646464u, selector);  // 1024 + q, exact
+  const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(1024.f));
+  const __half2 v = __hfma2(q, a, m);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// The fragment of product h: rows g and g + 8 (words wg, w8 of their 8 bytes), nibble
+// plane `shift` (0: sub-block 2c, 4: 2c + 1).
+__device__ __forceinline__ void weight_fragment(uint32_t wg, uint32_t w8, int shift, __half2 ag,
+                                                __half2 mg, __half2 a8, __half2 m8,
+                                                unsigned (&f)[4]) {
+  const uint32_t ng = (wg >> shift) & 0x0f0f0f0fu, n8 = (w8 >> shift) & 0x0f0f0f0fu;
+  f[0] = expand2(ng, 0x5140u, ag, mg);
+  f[1] = expand2(n8, 0x5140u, a8, m8);
+  f[2] = expand2(ng, 0x5342u, ag, mg);
+  f[3] = expand2(n8, 0x5342u, a8, m8);
+}
+
+// Scale and min of sub-blocks 2c, 2c + 1 of a row from its 16 head bytes, as half2 pairs.
+__device__ __forceinline__ void row_scales(const uint4& head, int c, __half2 (&a)[2],
+                                           __half2 (&m)[2]) {
+  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(head.x & 0xffffu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(head.x >> 16)));
+  const uint32_t s[3] = {head.y, head.z, head.w};
+  int sc[2], mn[2];
+  k4_scales(s, c, sc, mn);
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    a[e] = __float2half2_rn(d * static_cast<float>(sc[e]));
+    m[e] = __float2half2_rn(-(dmin * static_cast<float>(mn[e])));
+  }
+}
+
+// Sub-blocks 2c, 2c + 1 of rows g and g + 8: lane q of each group of four decodes them for
+// c = q (the 6-bit scale unpacking was a quarter of the kernel's instructions when every lane
+// did all four), and each c is then fetched from its lane.
+struct RowScales {
+  unsigned v[8];  // a, m of sub-block 2c, a, m of 2c + 1: row g, then row g + 8
+};
+
+__device__ __forceinline__ unsigned as_u32(__half2 h) { return *reinterpret_cast<unsigned*>(&h); }
+__device__ __forceinline__ __half2 as_h2(unsigned u) { return *reinterpret_cast<__half2*>(&u); }
+
+template <class S, int kN>
+__device__ __forceinline__ void multiply_stage(const unsigned char* stage, int warp, int lane,
+                                               float (&acc)[kN / 8][4]) {
+  constexpr int kRows = S::kRows;
+  const int g = lane / 4, q = lane % 4;
+  const unsigned char* quants = stage;
+  const unsigned char* heads = stage + kRows * kQuantStride;
+  const unsigned char* acts = heads + kRows * kHeadBytes;
+  const int rg = warp * 16 + g, r8 = rg + 8;
+  RowScales mine;
+  {
+    __half2 a[2], m[2];
+    row_scales(lds128(heads + rg * kHeadBytes), q, a, m);
+    mine.v[0] = as_u32(a[0]), mine.v[1] = as_u32(m[0]), mine.v[2] = as_u32(a[1]),
+    mine.v[3] = as_u32(m[1]);
+    row_scales(lds128(heads + r8 * kHeadBytes), q, a, m);
+    mine.v[4] = as_u32(a[0]), mine.v[5] = as_u32(m[0]), mine.v[6] = as_u32(a[1]),
+    mine.v[7] = as_u32(m[1]);
+  }
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    unsigned sc[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sc[i] = __shfl_sync(0xffffffffu, mine.v[i], (lane & ~3) | c);
+    const uint2 wg = lds64(quants + rg * kQuantStride + 32 * c + 8 * q);
+    const uint2 w8 = lds64(quants + r8 * kQuantStride + 32 * c + 8 * q);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const __half2 ag = as_h2(sc[2 * e]), mg = as_h2(sc[2 * e + 1]);
+      const __half2 a8 = as_h2(sc[4 + 2 * e]), m8 = as_h2(sc[4 + 2 * e + 1]);
+      unsigned f0[4], f1[4];
+      weight_fragment(wg.x, w8.x, 4 * e, ag, mg, a8, m8, f0);
+      weight_fragment(wg.y, w8.y, 4 * e, ag, mg, a8, m8, f1);
+      const unsigned char* col = acts + (64 * c + 32 * e + 8 * q) * 2;
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) {
+        const uint4 b = lds128(col + (j * 8 + g) * kActStride);
+        mma_16816(acc[j], f0, b.x, b.y);
+        mma_16816(acc[j], f1, b.z, b.w);
+      }
+    }
+  }
+}
+
+template <class S, int kN>
+__global__ void __launch_bounds__(S::kThreads, S::min_blocks(kN)) tile_q4k_kernel(Q4kArgs args) {
+  pdl_begin();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kS = S::stages(kN), kStageBytes = S::stage_bytes(kN);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ bool last_split;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t row0 = int64_t{blockIdx.x} * S::kRows;
+  const int t0 = static_cast<int>(blockIdx.y) * kN;
+  const int n_chunks = static_cast<int>(args.w.nb);
+  const int first = static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int n = min(n_chunks, first + args.chunks_per_split) - first;
+  const unsigned base = smem_addr(smem_raw);
+
+  const StageSources<S, kN> sources(args, row0, t0);
+#pragma unroll
+  for (int s = 0; s < kS - 1; ++s) {
+    if (s < n) sources.load(first + s, base + s * kStageBytes);
+    cp_async_commit();
+  }
+  float acc[kN / 8][4] = {};
+  for (int i = 0; i < n; ++i) {
+    cp_async_wait<kS - 2>();  // this thread's copies of chunk i have landed
+    __syncthreads();          // everyone's have; and chunk i - 1's stage is free again
+    const int next = i + kS - 1;
+    if (next < n) sources.load(first + next, base + (next % kS) * kStageBytes);
+    cp_async_commit();  // possibly empty: keeps the group count in step with i
+    multiply_stage<S, kN>(smem_raw + (i % kS) * kStageBytes, warp, lane, acc);
+  }
+  store_tile<kN>(acc, args.out, row0, t0, last_split);
+#endif
+}
+
+// The chosen shape and, per token bucket, how many blocks an SM holds (from the occupancy
+// calculator, so column splits fill the GPU exactly).
+struct Readiness {
+  bool ready = false;
+  int resident[3] = {1, 1, 1};
+};
+
+Readiness& readiness() {
+  static Readiness r;
+  return r;
+}
+
+int bucket(int n_tokens) { return n_tokens == 16 ? 0 : n_tokens == 32 ? 1 : 2; }
+
+template <class S, int kN>
+cudaError_t prepare_one(Readiness& c) {
+  cudaError_t status =
+      cudaFuncSetAttribute(tile_q4k_kernel<S, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(S::smem_bytes(kN)));
+  int blocks = 0;
+  if (status == cudaSuccess)
+    status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tile_q4k_kernel<S, kN>,
+                                                           S::kThreads, S::smem_bytes(kN));
+  c.resident[bucket(kN)] = blocks > 0 ? blocks : 1;
+  return status;
+}
+
+template <class S>
+bool fits(int smem_optin) {
+  // The RTX cards (sm_86, sm_89) allow 99 KiB per block.
+  for (int n : {16, 32, 64})
+    if (static_cast<size_t>(smem_optin) < S::smem_bytes(n)) return false;
+  return true;
+}
+
+template <class S>
+void launch_shape(const TilePlan& p, const Q4kArgs& a, cudaStream_t stream) {
+  const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
+  const int n = tokens_per_block(a.out.T);
+  if (n == 16)
+    launch_kernel(tile_q4k_kernel<S, 16>, grid, S::kThreads, S::smem_bytes(16), stream, a);
+  else if (n == 32)
+    launch_kernel(tile_q4k_kernel<S, 32>, grid, S::kThreads, S::smem_bytes(32), stream, a);
+  else
+    launch_kernel(tile_q4k_kernel<S, 64>, grid, S::kThreads, S::smem_bytes(64), stream, a);
+}
+
+}  // namespace
+
+cudaError_t prepare_tile_q4k() {
+  Readiness& r = readiness();
+  r = Readiness{};
+  if (const char* env = std::getenv("HOSTLM_CUDA_TILE_Q4K"); env != nullptr && env[0] == '0')
+    return cudaSuccess;
+  int device = 0, major = 0, smem_optin = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (status == cudaSuccess && major >= 8 && fits<Chosen>(smem_optin)) {
+    for (cudaError_t s :
+         {prepare_one<Chosen, 16>(r), prepare_one<Chosen, 32>(r), prepare_one<Chosen, 64>(r)})
+      if (status == cudaSuccess) status = s;
+    r.ready = status == cudaSuccess;
+  }
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // the generic kernel serves instead
+    r = Readiness{};
+  }
+  return cudaSuccess;
+}
+
+bool tile_q4k_ready() { return readiness().ready; }
+
+TilePlan tile_q4k_plan(int64_t rows, int64_t cols, int64_t T) {
+  return tile_plan(rows, cols / kChunk, T, Chosen::kRows,
+                   readiness().resident[bucket(tokens_per_block(T))]);
+}
+
+void tile_q4k_launch(const TilePlan& p, const QuantMatrix& w, const __half* x,
+                     const TileOutput& out, cudaStream_t stream) {
+  launch_shape<Chosen>(p, Q4kArgs{w, x, out, p.chunks_per_split}, stream);
+}
+
+}  // namespace hostlm::cuda::quants

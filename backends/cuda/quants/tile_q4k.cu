@@ -60,10 +60,10 @@ struct Shape {
     return static_cast<size_t>(stages(n)) * static_cast<size_t>(stage_bytes(n));
   }
   // Blocks per SM for the launch bound: what shared memory allows, and no fewer registers
-  // than each bucket needs without spilling (ptxas: 104, 128 and 176).
+  // than each bucket needs without spilling (ptxas: 112, 112 and 164).
   static constexpr int min_blocks(int n) {
     const int by_smem = kSmemPerSm / (static_cast<int>(smem_bytes(n)) + 1024);
-    const int by_regs = 65536 / (kThreads * (n == 16 ? 104 : n == 32 ? 128 : 176));
+    const int by_regs = 65536 / (kThreads * (n == 16 ? 112 : n == 32 ? 112 : 164));
     const int b = by_smem < by_regs ? by_smem : by_regs;
     return b < 1 ? 1 : b;
   }

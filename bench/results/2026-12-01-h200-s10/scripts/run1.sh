@@ -2,23 +2,12 @@
 # Session 10, call 1: the pipelined Q4_K tile product (tile_q4k.cu). CUDA suite, serving with it
 # on and off (HOSTLM_CUDA_TILE_Q4K) alternating on one machine, its op profile and Nsight
 # Compute, and a kernel-by-kernel profile of single-stream decode (tools/device/profile_decode.sh).
-set -u
-R=$PWD
-B=$R/build-h200
-export LD_LIBRARY_PATH=$R/.devlibs:$B/lib:${LD_LIBRARY_PATH:-}
-export HOSTLM_SOURCE_DIR=$R HOSTLM_BUILD_DIR=$B
-echo "{\"source_dir\": \"$R\"}" > $B/hostlm-build-tree.json
-NCU=$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-W=/tmp/w; mkdir -p $W
-( cd $W && tar xzf $R/.devcheck/gguf-py.tar.gz; export PYTHONPATH=$W/gguf-py; cd $R; python3 tools/make_shape_gguf.py 9b $W/9b-q4km.gguf --type Q4_K_M > $W/gguf.log 2>&1; echo "gguf rc $?" >> $W/gguf.log ) &
-t0=$(date +%s)
-el() { echo "== $1 (elapsed $(( $(date +%s) - t0 )) s)"; }
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 el "quant tests"
 timeout 120 $B/bin/test_cuda_backend --gtest_brief=1 --gtest_filter='CudaQuant*' > $OUT/cuda-quant-tests.txt 2>&1; echo "quant tests rc $?"
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|tests from .* ran|error|bound" $OUT/cuda-quant-tests.txt | head -30
-while ! grep -q "gguf rc" $W/gguf.log 2>/dev/null; do sleep 2; done; tail -1 $W/gguf.log
-M=$W/9b-q4km.gguf
+wait_for_model
 for k in 0 1 0 1; do el "serving q4k=$k"; HOSTLM_CUDA_TILE_Q4K=$k timeout 100 $B/bin/hostlm bench $M --backend cuda --parallel 8,16,32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen"; done
 el "op profile 64 streams"
 HOSTLM_CUDA_PROFILE=1 timeout 80 $B/bin/hostlm bench $M --backend cuda --parallel 64 -p 512 -n 128 > $OUT/profile-64.txt 2>&1; head -16 $OUT/profile-64.txt | grep -E "matmul|delta|conv|total|attention"

@@ -2,21 +2,10 @@
 # Session 10, call 3: CUDA suite; decode and serving with the 16-byte delta-rule state loads;
 # Nsight Compute stall reasons of the Q4_K tile product (32 and 64 tokens) and of the delta rule
 # at 64 streams.
-set -u
-R=$PWD
-B=$R/build-h200
-export LD_LIBRARY_PATH=$R/.devlibs:$B/lib:${LD_LIBRARY_PATH:-}
-export HOSTLM_SOURCE_DIR=$R HOSTLM_BUILD_DIR=$B
-echo "{\"source_dir\": \"$R\"}" > $B/hostlm-build-tree.json
-NCU=$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-W=/tmp/w; mkdir -p $W
-( cd $W && tar xzf $R/.devcheck/gguf-py.tar.gz; export PYTHONPATH=$W/gguf-py; cd $R; python3 tools/make_shape_gguf.py 9b $W/9b-q4km.gguf --type Q4_K_M > $W/gguf.log 2>&1; echo "gguf rc $?" >> $W/gguf.log ) &
-t0=$(date +%s)
-el() { echo "== $1 (elapsed $(( $(date +%s) - t0 )) s)"; }
+source "$(dirname "$0")/device_env.sh"
 el "full suite"
 timeout 170 $B/bin/test_cuda_backend --gtest_brief=1 > $OUT/cuda-tests.txt 2>&1; echo "cuda tests rc $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|tests from .* ran" $OUT/cuda-tests.txt | head -20
-while ! grep -q "gguf rc" $W/gguf.log 2>/dev/null; do sleep 2; done; tail -1 $W/gguf.log
-M=$W/9b-q4km.gguf
+wait_for_model
 for i in 1 2; do el "tg128"; timeout 40 $B/bin/hostlm bench $M --backend cuda -p 512 -n 128 -r 2 2>&1 | grep -E "^\| qwen|fullest"; done
 for i in 1 2; do el "serving"; timeout 60 $B/bin/hostlm bench $M --backend cuda --parallel 1,8,16,32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen"; done
 el "op profile 64"

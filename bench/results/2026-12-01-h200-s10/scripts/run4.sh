@@ -1,21 +1,10 @@
 #!/usr/bin/env bash
 # Session 10, call 4: the Q4_K tile product with lane-split scale decoding, precomputed copy
 # sources and a one-round-trip-per-split reduction. CUDA suite, tg128, serving, op profile, ncu.
-set -u
-R=$PWD
-B=$R/build-h200
-export LD_LIBRARY_PATH=$R/.devlibs:$B/lib:${LD_LIBRARY_PATH:-}
-export HOSTLM_SOURCE_DIR=$R HOSTLM_BUILD_DIR=$B
-echo "{\"source_dir\": \"$R\"}" > $B/hostlm-build-tree.json
-NCU=$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-W=/tmp/w; mkdir -p $W
-( cd $W && tar xzf $R/.devcheck/gguf-py.tar.gz; export PYTHONPATH=$W/gguf-py; cd $R; python3 tools/make_shape_gguf.py 9b $W/9b-q4km.gguf --type Q4_K_M > $W/gguf.log 2>&1; echo "gguf rc $?" >> $W/gguf.log ) &
-t0=$(date +%s)
-el() { echo "== $1 (elapsed $(( $(date +%s) - t0 )) s)"; }
+source "$(dirname "$0")/device_env.sh"
 el "quant tests"
 timeout 100 $B/bin/test_cuda_backend --gtest_brief=1 --gtest_filter='CudaQuant*' > $OUT/cuda-quant-tests.txt 2>&1; echo "quant tests rc $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|tests from .* ran|Failure|bound" $OUT/cuda-quant-tests.txt | head -20
-while ! grep -q "gguf rc" $W/gguf.log 2>/dev/null; do sleep 2; done; tail -1 $W/gguf.log
-M=$W/9b-q4km.gguf
+wait_for_model
 for i in 1 2; do el "serving"; timeout 60 $B/bin/hostlm bench $M --backend cuda --parallel 1,8,16,32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen"; done
 el "tg128"; timeout 40 $B/bin/hostlm bench $M --backend cuda -p 512 -n 128 -r 2 2>&1 | grep -E "^\| qwen|fullest"
 el "op profile 64"

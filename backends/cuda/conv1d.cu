@@ -1,7 +1,8 @@
 // Causal depthwise conv1d + SiLU with a rolling state of the last K-1 inputs.
 // x, out: [T, channels]; conv_state: [K-1, channels], oldest first; weight: [channels, K].
-// Two launches in stream order: every output reads the old state, then the state moves on.
-// Every sequence of a batch (kernels.h: RecurrentSeqs) in the same two launches.
+// Two launches in stream order: every output reads the old state, then the state moves on
+// (one launch doing both when every sequence has a single row: decode). Every sequence of a
+// batch (kernels.h: RecurrentSeqs) in the same launches.
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
@@ -60,6 +61,33 @@ __global__ void conv_state_kernel(const RecurrentSeqs seqs, const float* x, int6
     if (i < hist) conv_state[i * channels + c] = window[i];
 }
 
+// Decode (one row per sequence): both of the above in one launch. Each thread owns one
+// (channel, sequence), so it reads the old window, writes the output with the same sum in the
+// same order as conv1d_silu_kernel, then shifts the window, with no other thread involved.
+__global__ void conv1d_silu_step_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
+                                        int64_t K, const float* weight, float* out) {
+  pdl_begin();
+  const int s = blockIdx.y;
+  const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (c >= channels || seqs.T[s] == 0) return;
+  const int64_t row = seqs.row[s] * channels + c;
+  float* conv_state = seqs.conv_state[s];
+  const int64_t hist = K - 1;
+  float window[kConvMaxKernel];
+#pragma unroll
+  for (int64_t r = 0; r < kConvMaxKernel - 1; ++r)
+    if (r < hist) window[r] = conv_state[r * channels + c];
+  const float xin = x[row];
+  float sum = 0.f;
+#pragma unroll
+  for (int64_t r = 0; r < kConvMaxKernel; ++r)
+    if (r < K) sum += weight[c * K + r] * (r < hist ? window[r] : xin);
+  out[row] = silu(sum);
+#pragma unroll
+  for (int64_t r = 0; r + 1 < kConvMaxKernel; ++r)
+    if (r < hist) conv_state[r * channels + c] = r + 1 < hist ? window[r + 1] : xin;
+}
+
 }  // namespace
 
 cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x, int64_t channels,
@@ -69,6 +97,12 @@ cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x
   int64_t rows = 0;
   for (int i = 0; i < seqs.n; ++i) rows += seqs.T[i];
   if (rows == 0) return cudaSuccess;
+  if (max_T == 1) {
+    const dim3 step_grid(blocks_for(channels, kThreads), static_cast<unsigned>(seqs.n));
+    launch_kernel(conv1d_silu_step_kernel, step_grid, kThreads, 0, stream, seqs, x, channels, K,
+                  weight, out);
+    return cudaGetLastError();
+  }
   const dim3 grid(static_cast<unsigned>(rows), blocks_for(channels, kThreads));
   launch_kernel(conv1d_silu_kernel, grid, kThreads, 0, stream, seqs, x, channels, K, weight, out);
   if (K > 1) {

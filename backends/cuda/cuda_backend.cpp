@@ -486,8 +486,10 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("rms_norm");
     quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
-    if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps)) return;
-    check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_), "rms_norm");
+    const cuda::Int8ActsOut acts =
+        out_stride == static_cast<size_t>(n) ? norm_acts(out, rows, n) : cuda::Int8ActsOut{};
+    if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps, acts.q)) return;
+    check(cuda::rms_norm(x, x_stride, out, out_stride, rows, n, w, eps, stream_, acts), "rms_norm");
   }
 
   void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
@@ -495,8 +497,9 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("add_rms_norm");
     quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
-    if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out)) return;
-    check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_), "add_rms_norm");
+    const cuda::Int8ActsOut acts = norm_acts(out, rows, n);
+    if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out, acts.q)) return;
+    check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_, acts), "add_rms_norm");
   }
 
   void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
@@ -550,15 +553,17 @@ class CudaBackend final : public Backend {
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
     quant_->forget_acts();
-    if (skip(kMulSigmoid, x, gate, gate_stride, T, n)) return;
-    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_), "mul_sigmoid");
+    const cuda::Int8ActsOut acts = quant_->produce_acts(x, T * n);
+    if (skip(kMulSigmoid, x, gate, gate_stride, T, n, acts.q)) return;
+    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts), "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {
     const auto timed = profile_->scope("swiglu");
     quant_->forget_acts();
-    if (skip(kSwiglu, gate, up, out, n)) return;
-    check(cuda::swiglu(gate, up, out, n, stream_), "swiglu");
+    const cuda::Int8ActsOut acts = quant_->produce_acts(out, static_cast<int64_t>(n));
+    if (skip(kSwiglu, gate, up, out, n, acts.q)) return;
+    check(cuda::swiglu(gate, up, out, n, stream_, acts), "swiglu");
   }
 
   void conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K, const float* weight,
@@ -613,8 +618,17 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("gated_rms_norm");
     quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(dv));
-    if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out)) return;
-    check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_), "gated_rms_norm");
+    const cuda::Int8ActsOut acts =
+        dv % 32 == 0 ? quant_->produce_acts(out, rows * dv) : cuda::Int8ActsOut{};
+    if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out, acts.q)) return;
+    check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_, acts), "gated_rms_norm");
+  }
+
+  // The decode GEMV's quantized copy of a norm's output, written by the norm itself when the
+  // rows are few enough for the GEMV to read it (QuantMatmul::produce_acts).
+  cuda::Int8ActsOut norm_acts(const float* out, int64_t rows, int64_t n) {
+    if (!quant_->groups(rows) || n > cuda::kNormQuantizeMax || n % 32 != 0) return {};
+    return quant_->produce_acts(out, rows * n);
   }
 
  private:

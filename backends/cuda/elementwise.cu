@@ -2,6 +2,7 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
+#include "quants/acts_quant.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -22,21 +23,29 @@ __global__ void add_kernel(float* x, const float* y, size_t n) {
     x[i] += y[i];
 }
 
-__global__ void swiglu_kernel(const float* gate, const float* up, float* out, size_t n) {
+// With acts.q set (n a multiple of 32) the outputs are also written quantized for the GEMV:
+// the loops' indices of a warp are 32 consecutive values, and all its lanes run alike.
+__global__ void swiglu_kernel(const float* gate, const float* up, float* out, size_t n,
+                              Int8ActsOut acts) {
   pdl_begin();
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
-       i += size_t{gridDim.x} * blockDim.x)
-    out[i] = silu(gate[i]) * up[i];
+       i += size_t{gridDim.x} * blockDim.x) {
+    const float v = silu(gate[i]) * up[i];
+    out[i] = v;
+    if (acts.q != nullptr) quantize32_warp(v, static_cast<int64_t>(i - threadIdx.x % 32), acts);
+  }
 }
 
 __global__ void mul_sigmoid_kernel(float* x, const float* gate, size_t gate_stride, int64_t T,
-                                   int64_t n) {
+                                   int64_t n, Int8ActsOut acts) {
   pdl_begin();
   const size_t total = static_cast<size_t>(T * n);
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
        i += size_t{gridDim.x} * blockDim.x) {
     const size_t t = i / n, c = i % n;
-    x[i] *= sigmoid(gate[t * gate_stride + c]);
+    const float v = x[i] * sigmoid(gate[t * gate_stride + c]);
+    x[i] = v;
+    if (acts.q != nullptr) quantize32_warp(v, static_cast<int64_t>(i - threadIdx.x % 32), acts);
   }
 }
 
@@ -60,18 +69,21 @@ cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream) {
+cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream,
+                   Int8ActsOut acts) {
   if (n == 0) return cudaSuccess;
-  launch_kernel(swiglu_kernel, grid_for(n), kThreads, 0, stream, gate, up, out, n);
+  if (acts.q != nullptr && n % 32 != 0) return cudaErrorInvalidValue;
+  launch_kernel(swiglu_kernel, grid_for(n), kThreads, 0, stream, gate, up, out, n, acts);
   return cudaGetLastError();
 }
 
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, Int8ActsOut acts) {
   const size_t total = static_cast<size_t>(T * n);
   if (total == 0) return cudaSuccess;
+  if (acts.q != nullptr && total % 32 != 0) return cudaErrorInvalidValue;
   launch_kernel(mul_sigmoid_kernel, grid_for(total), kThreads, 0, stream, x, gate, gate_stride, T,
-                n);
+                n, acts);
   return cudaGetLastError();
 }
 

@@ -11,12 +11,23 @@
 
 namespace hostlm::cuda {
 
+// Where a kernel that produces a decode GEMV's input also writes it quantized, in the layout
+// of quants/quant_kernels.h quantize_acts (value i of the flat input to q[i], the scale of its
+// 32 to d[i / 32], the scaled sum of its 16 to s16[i / 16]); all null: it does not. Supported
+// by the kernels that take one when their values per row are a multiple of 32.
+struct Int8ActsOut {
+  int8_t* q = nullptr;
+  float* d = nullptr;
+  float* s16 = nullptr;
+};
+
 // elementwise.cu
 cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream);
 cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream);
-cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream);
+cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream,
+                   Int8ActsOut acts = {});
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
-                        cudaStream_t stream);
+                        cudaStream_t stream, Int8ActsOut acts = {});
 
 // embed.cu: out[t] = row tokens[t] of `table`; rows_to_f32: rows [0, rows) into out[rows, cols].
 cudaError_t embed(DType type, const void* table, size_t row_bytes, int64_t cols,
@@ -33,14 +44,17 @@ cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int6
 // sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.
 cudaError_t split_bf16(const float* x, size_t n, int parts, void* out, cudaStream_t stream);
 
-// norm.cu
+// norm.cu. `acts` needs out_stride == n and n <= kNormQuantizeMax.
+constexpr int64_t kNormQuantizeMax = 8192;
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
-                     int64_t n, const float* weight, float eps, cudaStream_t stream);
+                     int64_t n, const float* weight, float eps, cudaStream_t stream,
+                     Int8ActsOut acts = {});
 // x += y, then out = rms_norm(x) (rows of n, contiguous).
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
-                         float eps, float* out, cudaStream_t stream);
+                         float eps, float* out, cudaStream_t stream, Int8ActsOut acts = {});
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
-                           int64_t dv, float eps, float* out, cudaStream_t stream);
+                           int64_t dv, float eps, float* out, cudaStream_t stream,
+                           Int8ActsOut acts = {});
 
 // rope.cu
 cudaError_t rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,

@@ -5,6 +5,7 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
+#include "quants/acts_quant.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -26,11 +27,13 @@ int norm_threads(int64_t n) {
 // out = rms_norm(x (+ y)) with, for kAdd, x += y written back. Each thread reads, and then
 // rewrites, only its own elements (out == x is safe). The squares are summed in double, per
 // thread in index order and then across the block, the same way for both forms, so the fused
-// form equals add followed by rms_norm.
+// form equals add followed by rms_norm. With acts.q set (n a multiple of 32, within the
+// register path) the output row is also staged in shared memory (n floats of dynamic shared
+// memory) and written quantized for the GEMV.
 template <bool kAdd>
 __global__ void __launch_bounds__(kMaxThreads)
     norm_kernel(float* x, size_t x_stride, const float* y, float* out, size_t out_stride, int64_t n,
-                const float* weight, float eps) {
+                const float* weight, float eps, Int8ActsOut acts) {
   pdl_begin();
   __shared__ double scratch[kMaxThreads / 32];
   float* xr = x + blockIdx.x * x_stride;
@@ -56,10 +59,19 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     ss = block_sum(ss, scratch);
     const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
+    extern __shared__ float staged[];
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int64_t i = threadIdx.x + k * step;
-      if (i < n) o[i] = v[k] * inv * wv[k];
+      const float r = v[k] * inv * wv[k];
+      if (i < n) {
+        o[i] = r;
+        if (acts.q != nullptr) staged[i] = r;
+      }
+    }
+    if (acts.q != nullptr) {
+      __syncthreads();
+      quantize_row_from_shared(staged, n, int64_t{blockIdx.x} * n, acts);
     }
     return;
   }
@@ -74,7 +86,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* z, const float* weight,
-                                      int64_t dv, float eps, float* out) {
+                                      int64_t dv, float eps, float* out, Int8ActsOut acts) {
   pdl_begin();
   __shared__ float scratch[kThreads / 32];
   const int64_t r = blockIdx.x;
@@ -84,33 +96,48 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* z, const floa
   for (int64_t i = threadIdx.x; i < dv; i += blockDim.x) ss += xr[i] * xr[i];
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(dv) + eps);
-  for (int64_t i = threadIdx.x; i < dv; i += blockDim.x)
-    out[r * dv + i] = xr[i] * inv * weight[i] * silu(zr[i]);
+  for (int64_t i = threadIdx.x; i < dv; i += blockDim.x) {
+    const float v = xr[i] * inv * weight[i] * silu(zr[i]);
+    out[r * dv + i] = v;
+    if (acts.q != nullptr) quantize32_warp(v, r * dv + i - threadIdx.x % 32, acts);  // dv % 32 == 0
+  }
+}
+
+bool can_quantize(const Int8ActsOut& acts, int64_t n, int64_t max_n) {
+  return acts.q == nullptr || (n % 32 == 0 && n <= max_n);
 }
 
 }  // namespace
 
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
-                     int64_t n, const float* weight, float eps, cudaStream_t stream) {
+                     int64_t n, const float* weight, float eps, cudaStream_t stream,
+                     Int8ActsOut acts) {
   if (rows == 0) return cudaSuccess;
-  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), norm_threads(n), 0, stream,
-                const_cast<float*>(x), x_stride, nullptr, out, out_stride, n, weight, eps);
+  if (!can_quantize(acts, n, kNormQuantizeMax) || (acts.q != nullptr && out_stride != size_t(n)))
+    return cudaErrorInvalidValue;
+  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), norm_threads(n),
+                acts.q != nullptr ? n * sizeof(float) : 0, stream, const_cast<float*>(x), x_stride,
+                nullptr, out, out_stride, n, weight, eps, acts);
   return cudaGetLastError();
 }
 
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
-                         float eps, float* out, cudaStream_t stream) {
+                         float eps, float* out, cudaStream_t stream, Int8ActsOut acts) {
   if (rows == 0) return cudaSuccess;
-  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), norm_threads(n), 0, stream, x,
-                static_cast<size_t>(n), y, out, static_cast<size_t>(n), n, weight, eps);
+  if (!can_quantize(acts, n, kNormQuantizeMax)) return cudaErrorInvalidValue;
+  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), norm_threads(n),
+                acts.q != nullptr ? n * sizeof(float) : 0, stream, x, static_cast<size_t>(n), y,
+                out, static_cast<size_t>(n), n, weight, eps, acts);
   return cudaGetLastError();
 }
 
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
-                           int64_t dv, float eps, float* out, cudaStream_t stream) {
+                           int64_t dv, float eps, float* out, cudaStream_t stream,
+                           Int8ActsOut acts) {
   if (rows == 0) return cudaSuccess;
+  if (!can_quantize(acts, dv, dv)) return cudaErrorInvalidValue;
   launch_kernel(gated_rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, x, z,
-                weight, dv, eps, out);
+                weight, dv, eps, out, acts);
   return cudaGetLastError();
 }
 

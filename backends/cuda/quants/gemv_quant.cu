@@ -17,6 +17,8 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/quants/acts_quant.cuh"
+#include "cuda/quants/gemv_one_token.h"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
 
@@ -37,26 +39,14 @@ QuantActs acts_in(void* scratch, int64_t T, int64_t cols) {
   return a;
 }
 
-// quantize_block32 of pieces.h with one lane per value: the same amax, scale and rounding.
+// quantize_block32 of pieces.h with one lane per value: the same amax, scale and rounding
+// (acts_quant.cuh, which the kernels that produce GEMV inputs share).
 __global__ void __launch_bounds__(kWarps * 32)
-    quantize_acts_kernel(const float* x, int64_t n_blocks, int8_t* q, float* d, float* s16) {
+    quantize_acts_kernel(const float* x, int64_t n_blocks, Int8ActsOut out) {
   pdl_begin();
   const int64_t blk = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
   if (blk >= n_blocks) return;
-  const int lane = threadIdx.x % 32;
-  const float v = x[blk * 32 + lane];
-  float amax = fabsf(v);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float inv = amax > 0.f ? 127.f / amax : 0.f;
-  const int iq = __float2int_rn(v * inv);
-  q[blk * 32 + lane] = static_cast<int8_t>(iq);
-  int sum = iq;
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);  // per 16 lanes
-  const float scale = amax / 127.f;
-  if (lane % 16 == 0) s16[blk * 2 + lane / 16] = scale * static_cast<float>(sum);
-  if (lane == 0) d[blk] = scale;
+  quantize32_warp(x[blk * 32 + threadIdx.x % 32], blk * 32, out);
 }
 
 // Warp w of `block` computes rows (block * kWarps + w) * kR .. + kR - 1 of W.
@@ -134,6 +124,11 @@ void gemv_for_tokens(const QuantActs& x, int T, cudaStream_t stream, const What&
 
 }  // namespace
 
+Int8ActsOut acts_out(void* acts_scratch, int64_t n) {
+  const QuantActs a = acts_in(acts_scratch, 1, n);
+  return {const_cast<int8_t*>(a.q), const_cast<float*>(a.d), const_cast<float*>(a.s16)};
+}
+
 size_t quant_acts_bytes(int64_t T, int64_t cols) {
   const auto n = static_cast<size_t>(T * cols);
   return n + n / 32 * 4 + n / 16 * 4;
@@ -142,11 +137,9 @@ size_t quant_acts_bytes(int64_t T, int64_t cols) {
 cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_scratch,
                           cudaStream_t stream) {
   if (T < 1 || cols % 32 != 0) return cudaErrorInvalidValue;
-  const QuantActs acts = acts_in(acts_scratch, T, cols);
   const int64_t n_blocks = T * cols / 32;
   launch_kernel(quantize_acts_kernel, blocks_for(n_blocks, kWarps), kWarps * 32, 0, stream, x,
-                n_blocks, const_cast<int8_t*>(acts.q), const_cast<float*>(acts.d),
-                const_cast<float*>(acts.s16));
+                n_blocks, acts_out(acts_scratch, T * cols));
   return cudaGetLastError();
 }
 
@@ -161,6 +154,13 @@ cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t
   const QuantActs all = acts_in(const_cast<void*>(acts_scratch), acts_T, cols);
   const QuantActs acts{all.q + t0 * cols, all.d + t0 * cols / 32, all.s16 + t0 * cols / 16, cols};
   const QuantMatrix m = quant_matrix(type, w, rows, cols);
+  if (T == 1) {
+    OneTokenTargets one;
+    one.w[0] = m;
+    one.y[0] = y;
+    one.n = 1;
+    if (launch_gemv_one_token(type, one, acts, stream)) return cudaGetLastError();
+  }
   with_quant_type(
       type, [&](auto q) { gemv_for_tokens<decltype(q)>(acts, static_cast<int>(T), stream, m, y); });
   return cudaGetLastError();
@@ -181,6 +181,15 @@ cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const in
   for (int j = 0; j < n; ++j) {
     g.w[j] = quant_matrix(type, w[j], rows[j], cols);
     g.y[j] = y[j] + t0 * rows[j];
+  }
+  if (T == 1) {
+    OneTokenTargets one;
+    one.n = n;
+    for (int j = 0; j < n; ++j) {
+      one.w[j] = g.w[j];
+      one.y[j] = g.y[j];
+    }
+    if (launch_gemv_one_token(type, one, acts, stream)) return cudaGetLastError();
   }
   with_quant_type(
       type, [&](auto q) { gemv_for_tokens<decltype(q)>(acts, static_cast<int>(T), stream, g); });

@@ -109,9 +109,10 @@ struct Nibble32 {
 };
 
 struct Q4_0 : Nibble32<DType::Q4_0, -8, false> {
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 16);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]);
       p.q[4 + i] = high_nibbles(v.w[i]);
@@ -122,9 +123,10 @@ struct Q4_0 : Nibble32<DType::Q4_0, -8, false> {
 };
 
 struct Q4_1 : Nibble32<DType::Q4_1, 0, true> {
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 16);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]);
       p.q[4 + i] = high_nibbles(v.w[i]);
@@ -144,9 +146,10 @@ HQ_HD void add_fifth_bits(uint32_t (&q)[8], uint32_t qh) {
 }
 
 struct Q5_0 : Nibble32<DType::Q5_0, -16, false> {
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 16);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]);
       p.q[4 + i] = high_nibbles(v.w[i]);
@@ -158,9 +161,10 @@ struct Q5_0 : Nibble32<DType::Q5_0, -16, false> {
 };
 
 struct Q5_1 : Nibble32<DType::Q5_1, 0, true> {
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 16);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]);
       p.q[4 + i] = high_nibbles(v.w[i]);
@@ -173,9 +177,10 @@ struct Q5_1 : Nibble32<DType::Q5_1, 0, true> {
 };
 
 struct IQ4_NL : Nibble32<DType::IQ4_NL, 0, false> {
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 16);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) iq4_decode(v.w[i], p.q[i], p.q[4 + i]);
     set_ranges(p, half_to_float(load2(w.region[1] + n * 2)), 0.f);
     return p;
@@ -188,9 +193,10 @@ struct Q8_0 {
   static constexpr int kBlockElems = 32, kPieces = 2, kRanges = 1, kOffset = 0;
   static constexpr bool kHasMin = false;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 32 + 16 * k);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 32 + 16 * k);
     HQ_UNROLL for (int i = 0; i < 4; ++i) p.q[i] = v.w[i];
     p.a[0] = half_to_float(load2(w.region[1] + n * 2));
     p.m[0] = 0.f;
@@ -206,10 +212,11 @@ struct Q2_K {
   static constexpr int kBlockElems = 256, kPieces = 4, kRanges = 4, kOffset = 0;
   static constexpr bool kHasMin = true;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     P p;
     const int h = k >> 1, g = k & 1;
-    const Words4 v = load_stream16(w.region[0] + n * 64 + 16 * k);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 64 + 16 * k);
     const uint64_t sc8 = load8(w.region[1] + n * 16 + 8 * h);
     const uint32_t dm = load4(w.region[2] + n * 4);
     const float d = half_to_float(dm & 0xffffu), dmin = half_to_float(dm >> 16);
@@ -230,11 +237,12 @@ struct Q3_K {
   static constexpr int kBlockElems = 256, kPieces = 4, kRanges = 4, kOffset = -4;
   static constexpr bool kHasMin = false;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     P p;
     const int h = k >> 1, g = k & 1;
-    const Words4 v = load_stream16(w.region[1] + n * 64 + 16 * k);
-    const Words4 hm = load_stream16(w.region[0] + n * 32 + 16 * g);
+    const Words4 v = load_main16<kStream>(w.region[1] + n * 64 + 16 * k);
+    const Words4 hm = load_main16<kStream>(w.region[0] + n * 32 + 16 * g);
     const uint8_t* sc = w.region[2] + n * 12;
     const uint32_t s0 = load4(sc), s1 = load4(sc + 4), s2 = load4(sc + 8);
     const float d = half_to_float(load2(w.region[3] + n * 2));
@@ -285,17 +293,18 @@ struct K45 {
   static constexpr int kBlockElems = 256, kPieces = 8, kRanges = 2, kOffset = 0;
   static constexpr bool kHasMin = true;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     constexpr bool kQ5 = kT == DType::Q5_K;
     P p;
     const int c = k >> 1, e = k & 1;
-    const Words4 v = load_stream16(w.region[0] + n * 128 + 16 * k);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 128 + 16 * k);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]);
       p.q[4 + i] = high_nibbles(v.w[i]);
     }
     if constexpr (kQ5) {
-      const Words4 qh = load_stream16(w.region[1] + n * 32 + 16 * e);
+      const Words4 qh = load_main16<kStream>(w.region[1] + n * 32 + 16 * e);
       HQ_UNROLL for (int i = 0; i < 4; ++i) {
         p.q[i] |= ((qh.w[i] >> (2 * c)) & 0x01010101u) << 4;
         p.q[4 + i] |= ((qh.w[i] >> (2 * c + 1)) & 0x01010101u) << 4;
@@ -325,11 +334,12 @@ struct Q6_K {
   static constexpr int kBlockElems = 256, kPieces = 8, kRanges = 2, kOffset = -32;
   static constexpr bool kHasMin = false;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     P p;
     const int h = k >> 2, kk = k & 3;
-    const Words4 v = load_stream16(w.region[0] + n * 128 + 16 * k);
-    const Words4 qh = load_stream16(w.region[1] + n * 64 + 32 * h + 16 * (kk & 1));
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 128 + 16 * k);
+    const Words4 qh = load_main16<kStream>(w.region[1] + n * 64 + 32 * h + 16 * (kk & 1));
     const int shift = 2 * (kk >> 1);
     HQ_UNROLL for (int i = 0; i < 4; ++i) {
       p.q[i] = low_nibbles(v.w[i]) | (((qh.w[i] >> shift) & 0x03030303u) << 4);
@@ -354,9 +364,10 @@ struct IQ4_XS {
   static constexpr int kBlockElems = 256, kPieces = 8, kRanges = 2, kOffset = 0;
   static constexpr bool kHasMin = false;
   using P = Piece<kRanges>;
+  template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int k) {
     P p;
-    const Words4 v = load_stream16(w.region[0] + n * 128 + 16 * k);
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 128 + 16 * k);
     HQ_UNROLL for (int i = 0; i < 4; ++i) iq4_decode(v.w[i], p.q[i], p.q[4 + i]);
     const uint64_t head = load8(w.region[1] + n * 8);
     const int scale =

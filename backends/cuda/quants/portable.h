@@ -46,7 +46,8 @@ HQ_HD Words4 load_stream16(const uint8_t* p) {
   return r;
 }
 
-// Plain aligned loads (activations, scales): 16, 8, 4 and 2 bytes.
+// Plain aligned loads (activations, scales, and weights staged in shared memory): 16, 8, 4
+// and 2 bytes.
 HQ_HD Words4 load16(const void* p) {
   Words4 r;
 #ifdef __CUDA_ARCH__
@@ -56,6 +57,15 @@ HQ_HD Words4 load16(const void* p) {
   std::memcpy(r.w, p, 16);
 #endif
   return r;
+}
+// A piece's quant bytes: streamed from global memory, or (kStream false) read where a kernel
+// staged them, e.g. in shared memory.
+template <bool kStream>
+HQ_HD Words4 load_main16(const uint8_t* p) {
+  if constexpr (kStream)
+    return load_stream16(p);
+  else
+    return load16(p);
 }
 HQ_HD uint64_t load8(const void* p) {
 #ifdef __CUDA_ARCH__

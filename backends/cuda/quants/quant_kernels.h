@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/kernels.h"
 #include "hostlm/dtype.h"
 
 namespace hostlm::cuda::quants {
@@ -24,6 +25,9 @@ cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, co
 // gemv_quantized_acts multiplies tokens [t0, t0 + T) of those acts_T tokens (T <= 8).
 cudaError_t quantize_acts(const float* x, int64_t T, int64_t cols, void* acts_scratch,
                           cudaStream_t stream);
+// Where quantize_acts would write n = T * cols values (the layout depends on n alone), for a
+// kernel that produces them (cuda/kernels.h Int8ActsOut).
+Int8ActsOut acts_out(void* acts_scratch, int64_t n);
 cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t cols,
                                 const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
                                 float* y, cudaStream_t stream);

@@ -44,6 +44,7 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
     gemv_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
   if (const char* env = std::getenv("HOSTLM_CUDA_PREFILL_TILE_MI"))
     tile_elems_max_ = static_cast<size_t>(std::clamp<int64_t>(std::atoll(env), 1, 4096)) << 20;
+  if (const char* env = std::getenv("HOSTLM_CUDA_FUSE_QUANTIZE")) fuse_quantize_ = env[0] != '0';
   if (const char* env = std::getenv("HOSTLM_CUDA_TILE_TOKENS"))
     tile_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
   if (tile_tokens_ > 0) {
@@ -218,11 +219,20 @@ void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
 }
 
 void QuantMatmul::quantized_acts(const float* x, int64_t T, int64_t cols) {
-  if (x == acts_x_ && T == acts_T_ && cols == acts_cols_) return;
+  if (x == acts_x_ && T * cols == acts_n_) return;
   check(quantize_acts(x, T, cols, acts_q_, stream_), "matmul (quantize activations)");
   acts_x_ = x;
-  acts_T_ = T;
-  acts_cols_ = cols;
+  acts_n_ = T * cols;
+}
+
+Int8ActsOut QuantMatmul::produce_acts(const float* x, int64_t n) {
+  // At most the GEMV's tokens of the widest matrix: past that no GEMV reads it (and the
+  // scratch holds at least that many).
+  if (!fuse_quantize_ || acts_q_ == nullptr || n <= 0 || n % 32 != 0 || n > std::max<int64_t>(gemv_tokens_, 1) * max_cols_)
+    return {};
+  acts_x_ = x;
+  acts_n_ = n;
+  return acts_out(acts_q_, n);
 }
 
 void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernels.h"
 #include "hostlm/ops.h"
 #include "hostlm/tensor_view.h"
 
@@ -47,6 +48,11 @@ class QuantMatmul {
   // Decode matmuls of the same input in a row quantize it once: the caller says when device
   // memory may have changed under the last input (any op other than matmul).
   void forget_acts() { acts_x_ = f16_x_ = nullptr; }
+  // Where the kernel about to write x (n = T * cols values) may also write it quantized for
+  // the GEMV (cuda/kernels.h), which the next matmul on x then uses instead of quantizing it;
+  // all null when n is not a multiple of 32 or exceeds the scratch. Call after forget_acts,
+  // right before launching that kernel.
+  Int8ActsOut produce_acts(const float* x, int64_t n);
 
   // Up to this many tokens the int8 GEMV; HOSTLM_CUDA_GEMV_TOKENS=N overrides it (chunks of
   // kQuantGemvMaxTokens above 8). Measured on the 9B shape (H200), decode step with the GEMV
@@ -73,6 +79,7 @@ class QuantMatmul {
   cudaStream_t stream_;
   cublasHandle_t cublas_;
   int64_t gemv_tokens_ = kGemvTokens;
+  bool fuse_quantize_ = true;          // produce_acts; HOSTLM_CUDA_FUSE_QUANTIZE=0 turns it off
   int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
   AllocFn alloc_;
   std::vector<void*> weights_;
@@ -81,10 +88,10 @@ class QuantMatmul {
   // Scratch, grown only by load(): int8 activations for the GEMV, half activations and
   // their per-token scales for prefill, and one half tile of dequantized weights.
   void* acts_q_ = nullptr;
-  size_t acts_q_bytes_ = 0;
-  // The input acts_q_ holds, as quantized by the last decode matmul (null: none).
+  // The input acts_q_ holds, as quantized by the last decode matmul or written by its
+  // producer (null: none), and its T * cols (the layout depends on that alone).
   const float* acts_x_ = nullptr;
-  int64_t acts_T_ = 0, acts_cols_ = 0;
+  int64_t acts_n_ = 0;
   void* acts_f16_ = nullptr;
   float* inv_scale_ = nullptr;
   // The input acts_f16_ holds for the tile product and one-chunk prefill, as acts_x_ for

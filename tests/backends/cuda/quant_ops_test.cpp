@@ -311,6 +311,92 @@ TEST_F(CudaQuant, Q4kTileProductOverManyChunks) {
   ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 
+// The single-token GEMV (gemv_one_token.cu) on model-sized matrices: rows enough for several
+// rows per warp, rows one warp segment wide (4096) and three segments wide (12288, summed
+// across warps), for the types of Q4_K_M and Q8_0 files. Same bounds as every other product.
+TEST_F(CudaQuant, OneTokenGemvOnModelSizedMatrices) {
+  std::mt19937 rng(11);
+  Worst worst;
+  for (DType type : {DType::Q4_K, DType::Q6_K, DType::Q8_0}) {
+    const QuantCase& c = case_of(type);
+    const int64_t E = dtype_traits(type).block_size;
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{9000, 4096}, {2100, 12288}}) {
+      const std::vector<uint8_t> blocks =
+          testing::random_blocks(c, static_cast<size_t>(rows * cols / E), rng);
+      const std::vector<float> w = testing::dequantize(c, blocks);
+      const Weight wc = cpu_->load_weight(view_of("one.weight", type, rows, cols, blocks));
+      const Weight wg = gpu_->load_weight(view_of("one.weight", type, rows, cols, blocks));
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> x(static_cast<size_t>(cols));
+      for (float& v : x) v = u(rng);
+      x[static_cast<size_t>(cols / 3)] = -29.f;
+      std::vector<float> y_cpu(static_cast<size_t>(rows));
+      cpu_->matmul(wc, x.data(), 1, y_cpu.data());
+      const std::vector<float> y = run_gpu_matmul(wg, x, 1);
+      const std::string what =
+          std::string(c.file) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " T=1";
+      EXPECT_EQ(0, std::memcmp(y.data(), run_gpu_matmul(wg, x, 1).data(), y.size() * 4))
+          << what << ": a second run differs";
+      check_products(w, x, rows, cols, 1, y, y_cpu, what, worst);
+    }
+  }
+  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
+}
+
+// Norms and activations that feed a decode GEMV write its int8 input themselves
+// (QuantMatmul::produce_acts); the product must have the bits of one whose input is quantized
+// afterwards (the same values copied to another address, so nothing is reused).
+TEST_F(CudaQuant, ProducedQuantizedInputEqualsQuantizingAfterwards) {
+  const int64_t cols = 4096, rows = 300;
+  std::mt19937 rng(13);
+  const QuantCase& c = case_of(DType::Q4_K);
+  const Weight w = gpu_->load_weight(view_of("fed.weight", DType::Q4_K, rows, cols,
+                                             testing::random_blocks(c, rows * cols / 256, rng)));
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& f : v) f = u(rng);
+    return v;
+  };
+  for (int64_t T : {1, 3}) {
+    const auto n = static_cast<size_t>(T * cols);
+    const std::vector<float> a = random(n), b = random(n), norm_w = random(cols),
+                             head_w = random(128);
+    auto ad = gpu_->alloc(n), bd = gpu_->alloc(n), out = gpu_->alloc(n);
+    auto y = gpu_->alloc(static_cast<size_t>(T * rows));
+    auto fed_product_is_plain = [&](const char* op) {
+      gpu_->matmul(w, out->data(), T, y->data());
+      std::vector<float> got(static_cast<size_t>(T * rows)), produced(n);
+      gpu_->download(got.data(), y->data(), got.size());
+      gpu_->download(produced.data(), out->data(), n);
+      const std::vector<float> want = run_gpu_matmul(w, produced, T);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << op << " T=" << T;
+    };
+    auto reset = [&] {
+      gpu_->upload(ad->data(), a.data(), n);
+      gpu_->upload(bd->data(), b.data(), n);
+    };
+    reset();
+    gpu_->rms_norm(ad->data(), cols, out->data(), cols, T, cols, norm_w.data(), 1e-6f);
+    fed_product_is_plain("rms_norm");
+    reset();
+    gpu_->add_rms_norm(ad->data(), bd->data(), T, cols, norm_w.data(), 1e-6f, out->data());
+    fed_product_is_plain("add_rms_norm");
+    reset();
+    gpu_->swiglu(ad->data(), bd->data(), out->data(), n);
+    fed_product_is_plain("swiglu");
+    reset();
+    gpu_->gated_rms_norm(ad->data(), bd->data(), head_w.data(), T * cols / 128, 128, 1e-6f,
+                         out->data());
+    fed_product_is_plain("gated_rms_norm");
+    reset();
+    gpu_->upload(out->data(), a.data(), n);
+    gpu_->mul_sigmoid(out->data(), bd->data(), cols, T, cols);
+    fed_product_is_plain("mul_sigmoid");
+  }
+}
+
 // Matrices that read the same input (decode: one launch per type) give the bits of one
 // matmul each: three Q4_K of different heights with a Q6_K among them, at every GEMV token
 // count, and past the GEMV (one matmul each).

@@ -55,10 +55,20 @@ std::string mib(size_t bytes) {
   return text;
 }
 
+// HOSTLM_CUDA_ALLOC_LOG=1: every device allocation on stderr, to account for GPU memory.
+bool log_allocations() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_ALLOC_LOG");
+    return env && env[0] == '1';
+  }();
+  return on;
+}
+
 // cudaMalloc that reports what was asked for and what was free when it fails.
 void* device_alloc(size_t bytes, const std::string& what) {
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+  if (log_allocations()) std::fprintf(stderr, "cuda alloc\t%zu\t%s\n", bytes, what.c_str());
   if (status == cudaSuccess) return p;
   (void)cudaGetLastError();  // clear the sticky-free error so later calls are not blamed
   size_t free_bytes = 0, total_bytes = 0;

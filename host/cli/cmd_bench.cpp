@@ -9,6 +9,7 @@
 // --parallel, --format and --ttft-prefix switch to the serving modes (bench_serving.h):
 // generation through the Engine as `hostlm serve` runs it, with N concurrent streams, with
 // and without a grammar constraint, and the time to first token after a cached prefix.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -174,6 +175,8 @@ void run_serving_modes(const BenchArgs& a, bool reps_given) {
   options.backend = a.backend;
   options.threads = threads.front();
   if (a.batch > 0) options.max_batch = a.batch;  // else what `hostlm serve` uses
+  if (!config.parallel.empty())
+    options.max_sequences = *std::max_element(config.parallel.begin(), config.parallel.end());
   PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
   LoadedModel loaded(registry, a.model, options);
   if (config.grammar) {
@@ -271,6 +274,7 @@ void add_bench_command(CLI::App& app) {
     options.backend = args->backend;
     options.threads = threads.front();
     options.max_batch = max_prompt;
+    options.max_sequences = 1;                     // llama-bench's form: one sequence
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
     LoadedModel loaded(registry, args->model, options);
     Model& model = loaded.model();

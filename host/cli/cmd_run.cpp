@@ -33,13 +33,19 @@ struct RunArgs {
   int64_t ctx_size = 4096;
 };
 
+// `hostlm run` decodes one sequence: the model needs logits room for one row only.
+ModelLoadOptions one_sequence(ModelLoadOptions options) {
+  options.max_sequences = 1;
+  return options;
+}
+
 // The token-id form. Outside checks compare its output: keep it exactly as it is.
 void run_tokens(const RunArgs& a) {
   const std::vector<int32_t> prompt = parse_token_list(a.tokens);
   const std::string path = a.model.empty() ? default_model_path() : a.model;
   PluginRegistry& registry = plugin_registry();
   const auto t0 = std::chrono::steady_clock::now();
-  LoadedModel loaded(registry, path, a.backend.load_options());
+  LoadedModel loaded(registry, path, one_sequence(a.backend.load_options()));
   Model& model = loaded.model();
   const int64_t V = model.info().n_vocab;
   std::vector<float> logits(static_cast<size_t>(V));
@@ -106,7 +112,7 @@ void run_text(const RunArgs& a) {
   const std::string path = a.model.empty() ? default_model_path() : a.model;
   // Declared so that destruction runs engine -> format -> model: they run plugin code.
   PluginRegistry& registry = plugin_registry();
-  LoadedModel loaded(registry, path, a.backend.load_options());
+  LoadedModel loaded(registry, path, one_sequence(a.backend.load_options()));
   const Tokenizer tokenizer = Tokenizer::load(path);
   const std::unique_ptr<ChatFormat> format = chat_format_for(registry, loaded.files());
   int64_t context = a.ctx_size;

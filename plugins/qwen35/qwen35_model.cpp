@@ -153,8 +153,11 @@ class Qwen35Model final : public Model {
       host_mixed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
     }
     // Room for a whole decode step's logits, up to kMaxLogitRows (64 x 248,320 floats is
-    // 64 MiB); project_logits works through any count in pieces of this.
-    logit_capacity_ = std::clamp<int64_t>(max_batch_, kLogitRows, kMaxLogitRows);
+    // 64 MiB): one row per sequence decoded together when the caller says how many, else
+    // kLogitRows or more; project_logits works through any count in pieces of this.
+    logit_capacity_ = options.max_sequences > 0
+                          ? std::clamp<int64_t>(options.max_sequences, 1, kMaxLogitRows)
+                          : std::clamp<int64_t>(max_batch_, kLogitRows, kMaxLogitRows);
     logits_ = backend_.alloc(static_cast<size_t>(logit_capacity_ * c.n_vocab));
     logit_rows_.reserve(static_cast<size_t>(max_batch_));
     logit_dst_.reserve(static_cast<size_t>(max_batch_));
@@ -163,7 +166,7 @@ class Qwen35Model final : public Model {
     slices_.reserve(static_cast<size_t>(max_batch_));
     paged_.reserve(static_cast<size_t>(max_batch_));
     info_.scratch_bytes =
-        sizeof(float) * static_cast<size_t>(6 * max_batch_ * width + 3 * max_batch_ * H +
+        sizeof(float) * static_cast<size_t>(4 * max_batch_ * width + 3 * max_batch_ * H +
                                             logit_capacity_ * c.n_vocab);
     info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
                         std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +

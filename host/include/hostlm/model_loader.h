@@ -40,6 +40,8 @@ struct ModelLoadOptions {
   // token embedding on the CPU (printed at load). Does nothing with the CPU backend, as -ngl
   // without a GPU.
   int gpu_layers = -1;
+  // Sequences decoded together at most (LoadOptions::max_sequences); 0: not known.
+  int64_t max_sequences = 0;
 };
 
 // Members are declared so that destruction runs model -> backend -> files.

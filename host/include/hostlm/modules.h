@@ -15,7 +15,8 @@ namespace hostlm::modules {
 // max_tokens x width floats, made once at load so evaluation allocates nothing.
 class Scratch {
  public:
-  Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers = 6);
+  // Four buffers: the most any module below uses (each says which).
+  Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers = 4);
   float* get(int index) { return buffers_[index]->data(); }
   int64_t max_tokens() const { return max_tokens_; }
   int64_t width() const { return width_; }

@@ -39,6 +39,10 @@ struct LoadOptions {
   // backend given to load, the first ones and the token embedding on host_backend (the CPU).
   Backend* host_backend = nullptr;
   int64_t gpu_layers = -1;
+  // Sequences decoded together at most, when the caller knows (0: not known). A model may
+  // size its logits buffer by it: at one sequence, the 9B output head's room for 64 rows is
+  // 60 MiB of GPU memory that nothing reads.
+  int64_t max_sequences = 0;
 };
 
 struct ModelInfo {

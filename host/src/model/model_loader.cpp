@@ -1,5 +1,6 @@
 #include "hostlm/model_loader.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "hostlm/error.h"
@@ -53,6 +54,7 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   load.max_batch = options.max_batch > 0       ? options.max_batch
                    : backend_->name() == "cpu" ? 256
                                                : 512;
+  load.max_sequences = std::max<int64_t>(0, options.max_sequences);
   if (options.gpu_layers > 0 && backend_->name() != "cpu") {
     // The plugin splits only when the count is below its layer count; otherwise it ignores
     // the host backend, which is then dropped.

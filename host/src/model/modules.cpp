@@ -12,8 +12,7 @@ Scratch::Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buff
     buffers_.push_back(backend.alloc(static_cast<size_t>(max_tokens * width)));
 }
 
-// Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output. Buffers 4/5 belong to the
-// caller (the residual stream and the normed input).
+// Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output.
 void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
                              const int32_t* positions, std::span<const PagedSequence> seqs,
                              float* out) const {

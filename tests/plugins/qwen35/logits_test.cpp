@@ -1,12 +1,11 @@
 // Given tiny random Qwen3.5 checkpoints and logits computed by Hugging Face transformers,
 // hostlm's forward pass reproduces them from the HF folder and from a GGUF it converted.
 #include <gtest/gtest.h>
-
-#include <filesystem>
-#include <algorithm>
-#include <numeric>
-
 #include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
 
 #include "hostlm/error.h"
 #include "hostlm/model_loader.h"
@@ -71,8 +70,9 @@ TEST_P(Qwen35Reference, GreedyGenerationMatchesTransformers) {
   const ReferenceModel ref = load_reference(GetParam());
   PluginRegistry registry;
   LoadedModel loaded(registry, ref.folder, {});
-  EXPECT_EQ(testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
-            ref.greedy_generated);
+  EXPECT_EQ(
+      testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
+      ref.greedy_generated);
 }
 
 // Prefill in one call, in uneven chunks, and token by token must give the same logits:
@@ -99,7 +99,8 @@ TEST_P(Qwen35Reference, PrefillChunkedAndTokenByTokenAgree) {
     for (int64_t v = 0; v < V; ++v) {
       const size_t i = t * static_cast<size_t>(V) + static_cast<size_t>(v);
       worst_steps = std::max(worst_steps, static_cast<double>(std::abs(step[v] - one_shot[i])));
-      worst_chunked = std::max(worst_chunked, static_cast<double>(std::abs(in_chunks[i] - one_shot[i])));
+      worst_chunked =
+          std::max(worst_chunked, static_cast<double>(std::abs(in_chunks[i] - one_shot[i])));
     }
   }
   EXPECT_LT(worst_steps / scale, 1e-5);
@@ -138,39 +139,46 @@ namespace hostlm {
 namespace {
 
 // Continuous batching: sequences at different stages (prefilling, decoding) evaluated in
-// one forward pass give the logits each would get alone.
+// one forward pass give the logits each would get alone. Also with the logits buffer sized
+// for one sequence (max_sequences 1), so that the batch's three rows are projected in pieces.
 TEST(Qwen35Batch, MixedBatchEqualsSeparateEvaluation) {
-  for (const char* name : {"tiny-tied-f32", "tiny-untied-bf16"}) {
-    const auto ref = testing::load_reference(name);
-    PluginRegistry registry;
-    LoadedModel loaded(registry, ref.folder, {});
-    Model& model = loaded.model();
-    const int64_t V = model.info().n_vocab;
-    const auto& a = ref.sequences[0].tokens;  // 7 tokens
-    const auto& b = ref.sequences[1].tokens;  // 100 tokens
-    // Alone: a's first 5 tokens then 2 more; b's first 40 tokens then 1.
-    auto sa = model.new_sequence(64), sb = model.new_sequence(128);
-    std::vector<float> la(static_cast<size_t>(V)), lb(static_cast<size_t>(V));
-    model.eval(*sa, std::span(a).first(5), false, la);
-    model.eval(*sb, std::span(b).first(40), false, lb);
-    std::vector<float> alone_a(2 * static_cast<size_t>(V)), alone_b(static_cast<size_t>(V));
-    model.eval(*sa, std::span(a).subspan(5, 2), true, alone_a);
-    model.eval(*sb, std::span(b).subspan(40, 1), false, alone_b);
+  for (int64_t max_sequences : {0, 1})
+    for (const char* name : {"tiny-tied-f32", "tiny-untied-bf16"}) {
+      SCOPED_TRACE("max_sequences " + std::to_string(max_sequences));
+      const auto ref = testing::load_reference(name);
+      PluginRegistry registry;
+      ModelLoadOptions options;
+      options.max_sequences = max_sequences;
+      LoadedModel loaded(registry, ref.folder, options);
+      Model& model = loaded.model();
+      const int64_t V = model.info().n_vocab;
+      const auto& a = ref.sequences[0].tokens;  // 7 tokens
+      const auto& b = ref.sequences[1].tokens;  // 100 tokens
+      // Alone: a's first 5 tokens then 2 more; b's first 40 tokens then 1.
+      auto sa = model.new_sequence(64), sb = model.new_sequence(128);
+      std::vector<float> la(static_cast<size_t>(V)), lb(static_cast<size_t>(V));
+      model.eval(*sa, std::span(a).first(5), false, la);
+      model.eval(*sb, std::span(b).first(40), false, lb);
+      std::vector<float> alone_a(2 * static_cast<size_t>(V)), alone_b(static_cast<size_t>(V));
+      model.eval(*sa, std::span(a).subspan(5, 2), true, alone_a);
+      model.eval(*sb, std::span(b).subspan(40, 1), false, alone_b);
 
-    // Together: same prefixes, then both continuations in one batch.
-    auto ta = model.new_sequence(64), tb = model.new_sequence(128);
-    std::vector<float> ba(2 * static_cast<size_t>(V)), bb(static_cast<size_t>(V));
-    Model::BatchItem first[2] = {{ta.get(), std::span(a).first(5), false, la},
-                                 {tb.get(), std::span(b).first(40), false, lb}};
-    model.eval_batch(first);
-    Model::BatchItem second[2] = {{ta.get(), std::span(a).subspan(5, 2), true, ba},
-                                  {tb.get(), std::span(b).subspan(40, 1), false, bb}};
-    model.eval_batch(second);
-    EXPECT_EQ(ta->n_past(), 7);
-    EXPECT_EQ(tb->n_past(), 41);
-    for (size_t i = 0; i < ba.size(); ++i) ASSERT_NEAR(ba[i], alone_a[i], 1e-4) << name << " a " << i;
-    for (size_t i = 0; i < bb.size(); ++i) ASSERT_NEAR(bb[i], alone_b[i], 1e-4) << name << " b " << i;
-  }
+      // Together: same prefixes, then both continuations in one batch.
+      auto ta = model.new_sequence(64), tb = model.new_sequence(128);
+      std::vector<float> ba(2 * static_cast<size_t>(V)), bb(static_cast<size_t>(V));
+      Model::BatchItem first[2] = {{ta.get(), std::span(a).first(5), false, la},
+                                   {tb.get(), std::span(b).first(40), false, lb}};
+      model.eval_batch(first);
+      Model::BatchItem second[2] = {{ta.get(), std::span(a).subspan(5, 2), true, ba},
+                                    {tb.get(), std::span(b).subspan(40, 1), false, bb}};
+      model.eval_batch(second);
+      EXPECT_EQ(ta->n_past(), 7);
+      EXPECT_EQ(tb->n_past(), 41);
+      for (size_t i = 0; i < ba.size(); ++i)
+        ASSERT_NEAR(ba[i], alone_a[i], 1e-4) << name << " a " << i;
+      for (size_t i = 0; i < bb.size(); ++i)
+        ASSERT_NEAR(bb[i], alone_b[i], 1e-4) << name << " b " << i;
+    }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/quants/gemv_one_token.h"
 #include "cuda/quants/split_layout.h"
+#include "cuda/quants/stage_layout.h"
 #include "cuda/quants/tile_common.cuh"
 
 namespace hostlm::cuda::quants {
@@ -35,16 +36,6 @@ constexpr int kStages = 4;
 constexpr int kMaxWarps = 16;  // per block, so at most 16 segments
 constexpr int kWantedWarps = 8;
 constexpr int kMaxRowsPerWarp = 16;
-
-// Where each region of a segment's blocks sits in a stage, and the copy width that keeps
-// every copy of it aligned (16, 8 or 4 bytes).
-struct StageLayout {
-  int n_regions;
-  int size[4];  // bytes per block
-  int offset[4];
-  int chunk[4];
-  int bytes;  // per stage, a multiple of 16
-};
 
 struct Plan {
   int segments;       // warps that share one row
@@ -242,28 +233,6 @@ int smem_per_block_optin() {
     return v;
   }();
   return bytes;
-}
-
-// The stage layout of a segment of `seg_blocks` blocks of rows of nb blocks, or bytes == 0
-// when some region cannot be copied in aligned pieces of at least 4 bytes. Each row's and
-// each segment's start must be a multiple of the copy width (the region's own start is
-// checked per matrix, aligned_for).
-StageLayout stage_layout(const SplitLayout& l, int64_t nb, int seg_blocks) {
-  StageLayout s{};
-  int offset = 0;
-  for (int j = 0; j < l.n_regions; ++j) {
-    const int64_t size = l.regions[j].size;
-    int chunk = 16;
-    while (chunk >= 4 && (size * nb % chunk != 0 || size * seg_blocks % chunk != 0)) chunk /= 2;
-    if (chunk < 4) return StageLayout{};
-    s.size[j] = static_cast<int>(size);
-    s.offset[j] = offset;
-    s.chunk[j] = chunk;
-    offset += static_cast<int>((size * seg_blocks + 15) / 16 * 16);
-  }
-  s.n_regions = l.n_regions;
-  s.bytes = offset;
-  return s;
 }
 
 bool aligned_for(const StageLayout& s, int n_regions, const QuantMatrix& w) {

@@ -14,6 +14,7 @@
 
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/split_layout.h"
+#include "cuda/quants/stage_layout.h"
 #include "quant_test_support.h"
 
 namespace hostlm {
@@ -191,3 +192,44 @@ TEST(QuantActivations, RoundWithinHalfAStepAndSumPerSixteen) {
 
 }  // namespace
 }  // namespace hostlm
+
+namespace hostlm::cuda::quants {
+namespace {
+
+// The single-token GEMV's stage layout: for every split type and row width it accepts, each
+// region's copies are aligned at every row and segment start, the regions of a stage do not
+// overlap, and the segment's bytes are all there. The widths of the Qwen3.5 shapes it must
+// accept (Q4_K and Q6_K at 2,560 to 17,408 columns) are accepted.
+TEST(OneTokenStageLayout, CopiesAlignedRegionsApartWidthsOfTheShapesAccepted) {
+  for (const testing::QuantCase& c : testing::quant_cases()) {
+    const SplitLayout l = split_layout(c.type);
+    if (l.n_regions == 0) continue;
+    int pieces_per_block = 0;
+    with_quant_type(c.type, [&](auto q) { pieces_per_block = decltype(q)::kPieces; });
+    const int seg_blocks = 128 / pieces_per_block;  // a segment: 32 lanes x 4 pieces
+    for (int64_t nb = 1; nb <= 80; ++nb) {
+      const StageLayout s = stage_layout(l, nb, seg_blocks);
+      if (s.bytes == 0) continue;
+      EXPECT_EQ(s.bytes % 16, 0) << c.file;
+      int end = 0;
+      for (int j = 0; j < l.n_regions; ++j) {
+        const int64_t size = l.regions[j].size;
+        EXPECT_TRUE(s.chunk[j] == 4 || s.chunk[j] == 8 || s.chunk[j] == 16) << c.file;
+        EXPECT_EQ(size * nb % s.chunk[j], 0) << c.file << " nb " << nb << " region " << j;
+        EXPECT_EQ(size * seg_blocks % s.chunk[j], 0) << c.file << " region " << j;
+        EXPECT_EQ(s.offset[j] % 16, 0) << c.file;
+        EXPECT_GE(s.offset[j], end) << c.file << " region " << j << " overlaps";
+        end = s.offset[j] + static_cast<int>(size) * seg_blocks;
+      }
+      EXPECT_LE(end, s.bytes) << c.file;
+    }
+  }
+  for (DType type : {DType::Q4_K, DType::Q6_K})
+    for (int64_t cols : {2560, 4096, 5120, 9216, 12288, 17408})
+      EXPECT_GT(stage_layout(split_layout(type), cols / 256, 16).bytes, 0)
+          << static_cast<int>(type) << " " << cols;
+  EXPECT_EQ(stage_layout(split_layout(DType::Q4_K), 16, 16).bytes, 16 * 144);
+}
+
+}  // namespace
+}  // namespace hostlm::cuda::quants

@@ -13,8 +13,9 @@ What `hostlm serve --parallel P --ctx N` allocates (host/src/engine/memory_plan.
 it prints at load): the weights; a KV pool of pages of 32 tokens, P * ceil(N / 32) for the
 running sequences plus a quarter of that (at least 64 pages) for the prefix cache; recurrent
 state for the P running sequences plus max(2, min(4P, 1 GiB / state)) prefix-cache
-snapshots; and the activations of one step of B = 256 tokens (4 bytes x (6 B W + 3 B H +
-min(max(B, 16), 64) V), W the widest projection).
+snapshots; and the activations of one step of B = 256 tokens (4 bytes x (4 B W + 3 B H +
+min(P, 64) V), W the widest projection; the logits buffer has a row per sequence decoded
+together).
 
     python3 tools/context_memory.py              # the README table (F16 KV, one sequence)
     python3 tools/context_memory.py --plan 27b --ctx 262144 [--type Q4_K_M] [--parallel 1]
@@ -103,7 +104,7 @@ def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH):
     state = recurrent_bytes(f)
     snapshots = max(2, min(4 * parallel, GIB // max(state, 1)))
     width = max(f["h"], 2 * f["nq"] * f["d"], f["cd"], f["hv"] * f["dv"] + 2 * f["hv"], f["ffn"])
-    scratch = 4 * (6 * batch * width + 3 * batch * f["h"] + min(max(batch, 16), 64) * f["vocab"])
+    scratch = 4 * (4 * batch * width + 3 * batch * f["h"] + min(max(parallel, 1), 64) * f["vocab"])
     plan = dict(weights=weights, kv=page * pages, kv_pages=pages, state=state * (parallel + snapshots),
                 scratch=scratch)
     plan["total"] = sum(plan[k] for k in ("weights", "kv", "state", "scratch"))

@@ -228,7 +228,8 @@ void QuantMatmul::quantized_acts(const float* x, int64_t T, int64_t cols) {
 Int8ActsOut QuantMatmul::produce_acts(const float* x, int64_t n) {
   // At most the GEMV's tokens of the widest matrix: past that no GEMV reads it (and the
   // scratch holds at least that many).
-  if (!fuse_quantize_ || acts_q_ == nullptr || n <= 0 || n % 32 != 0 || n > std::max<int64_t>(gemv_tokens_, 1) * max_cols_)
+  if (!fuse_quantize_ || acts_q_ == nullptr || n <= 0 || n % 32 != 0 ||
+      n > std::max<int64_t>(gemv_tokens_, 1) * max_cols_)
     return {};
   acts_x_ = x;
   acts_n_ = n;

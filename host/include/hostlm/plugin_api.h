@@ -16,7 +16,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 5
+#define HOSTLM_PLUGIN_ABI_VERSION 6
 
 namespace hostlm {
 

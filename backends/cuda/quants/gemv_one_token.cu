@@ -14,10 +14,12 @@
 // Rows wider than one segment of 32 x kPiecesPerLane pieces are split over several warps of
 // a block; their sums are added in shared memory in segment order (deterministic, and the
 // same however many rows a warp takes, so grouped and single launches give the same bits).
-// A row's arithmetic is the general GEMV's, in its order (lane_dot in pieces.h).
+// A row's arithmetic is the general GEMV's, in its order (lane_dot in pieces.h), except for
+// Q4_K and Q5_K, whose lanes take pieces in pairs (PairLanes).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
@@ -67,14 +69,164 @@ __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-// One lane's activations for its pieces of the segment: per piece and range, 16 int8 values,
-// their scale and their scaled sum.
+// What one lane of a warp multiplies for every row of its segment, in the general form: its
+// kPiecesPerLane pieces (lanes take consecutive pieces), their activations in registers
+// (per piece and range: 16 int8 values, their scale and their scaled sum), and a row's
+// arithmetic that of the general GEMV, in its order (lane_dot in pieces.h).
 template <class Q>
-struct LaneActs {
+struct PieceLanes {
   Words4 q[kPiecesPerLane][Q::kRanges];
   float dx[kPiecesPerLane][Q::kRanges];
   float s16[kPiecesPerLane][Q::kRanges];
+  bool valid[kPiecesPerLane];
+  int lane;
+
+  // `any_stage`: a staged view; only the element offsets of a piece are taken from it.
+  __device__ __forceinline__ void load(const QuantActs& x, int segment, int lane_id,
+                                       uint32_t n_pieces, const QuantMatrix& any_stage) {
+    lane = lane_id;
+    const auto first = static_cast<uint32_t>(segment * 32 * kPiecesPerLane + lane);
+#pragma unroll
+    for (int i = 0; i < kPiecesPerLane; ++i) {
+      valid[i] = first + 32u * i < n_pieces;
+      const uint32_t piece = min(first + 32u * i, n_pieces - 1);
+      const uint32_t block_start = piece / Q::kPieces * Q::kBlockElems;
+      // Only the element offsets of a piece are used here: its loads are dead code.
+      const typename Q::P probe =
+          Q::template load<false>(any_stage, 0, static_cast<int>(piece % Q::kPieces));
+#pragma unroll
+      for (int g = 0; g < Q::kRanges; ++g) {
+        const uint32_t e = block_start + static_cast<uint32_t>(probe.off[g]);
+        q[i][g] = load16(x.q + e);
+        dx[i][g] = x.d[e >> 5];
+        s16[i][g] = x.s16[e >> 4];
+      }
+    }
+  }
+
+  __device__ __forceinline__ float dot(const QuantMatrix& staged) const {
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < kPiecesPerLane; ++i) {
+      // Pieces past the end read a valid one and are dropped: unconditional loads may be
+      // issued ahead of the arithmetic.
+      const int local = valid[i] ? lane + 32 * i : lane;
+      const typename Q::P p =
+          Q::template load<false>(staged, local / Q::kPieces, local % Q::kPieces);
+#pragma unroll
+      for (int g = 0; g < Q::kRanges; ++g) {
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) sumi = dp4a(p.q[4 * g + k], q[i][g].w[k], sumi);
+        float v = acc + p.a[g] * (dx[i][g] * static_cast<float>(sumi));
+        if constexpr (Q::kOffset != 0) v += p.a[g] * static_cast<float>(Q::kOffset) * s16[i][g];
+        if constexpr (Q::kHasMin) v += p.m[g] * s16[i][g];
+        if (valid[i]) acc = v;
+      }
+    }
+    return acc;
+  }
 };
+
+// Q4_K and Q5_K: a lane takes both pieces of one 64-element chunk c of a block (32 bytes of
+// qs). They share the chunk's two scales and mins, and range for range one 32-value block
+// of the activations, so the scale fields are decoded once per pair instead of per piece and
+// each sub-block is one integer dot of 32 products with one scale. The decode GEMV of these
+// types issues fewer instructions per weight byte this way (they, not DRAM, bounded it:
+// Q6_K, with 1.46x the bytes per weight, streamed at 1.33x the bandwidth of Q4_K).
+template <class Q>
+struct PairLanes {
+  static constexpr bool kQ5 = Q::kType == DType::Q5_K;
+  static constexpr int kPairs = kPiecesPerLane / 2;
+  Words4 q[kPairs][2][2];  // [pair][sub-block r][half e]: 32 int8 values
+  float dx[kPairs][2];     // their scale
+  float s32[kPairs][2];    // their scaled sum
+  bool valid[kPairs];
+  int lane;
+
+  // Pair p of a segment: pieces 2p and 2p + 1, chunk p % 4 of the segment's block p / 4.
+  __device__ __forceinline__ void load(const QuantActs& x, int segment, int lane_id,
+                                       uint32_t n_pieces, const QuantMatrix&) {
+    lane = lane_id;
+    const auto first = static_cast<uint32_t>(segment * 32 * kPiecesPerLane + 2 * lane);
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      valid[i] = first + 64u * i < n_pieces;
+      const uint32_t piece = min(first + 64u * i, n_pieces - 2);
+      const uint32_t chunk_start = piece / 8 * 256 + 64 * (piece % 8 / 2);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t e = chunk_start + 32 * r;
+        q[i][r][0] = load16(x.q + e);
+        q[i][r][1] = load16(x.q + e + 16);
+        dx[i][r] = x.d[e >> 5];
+        s32[i][r] = x.s16[e >> 4] + x.s16[(e >> 4) + 1];
+      }
+    }
+  }
+
+  // All shared-memory reads of a row are issued before any arithmetic (pairs past the end
+  // read a valid pair and are dropped): with about four warps per scheduler, their latency
+  // was the main stall.
+  __device__ __forceinline__ float dot(const QuantMatrix& staged) const {
+    Words4 v[kPairs][2], qh[kPairs][2], head[kPairs];
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int pair = valid[i] ? lane + 32 * i : lane, block = pair / 4, c = pair % 4;
+      v[i][0] = load16(staged.region[0] + block * 128 + 32 * c);
+      v[i][1] = load16(staged.region[0] + block * 128 + 32 * c + 16);
+      if constexpr (kQ5) {
+        qh[i][0] = load16(staged.region[1] + block * 32);
+        qh[i][1] = load16(staged.region[1] + block * 32 + 16);
+      }
+      head[i] = load16(staged.region[kQ5 ? 2 : 1] + block * 16);
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int c = (lane + 32 * i) % 4;
+      uint32_t w[2][2][4];  // [sub-block][half][word]
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          w[0][e][k] = low_nibbles(v[i][e].w[k]);
+          w[1][e][k] = high_nibbles(v[i][e].w[k]);
+          if constexpr (kQ5) {
+            w[0][e][k] |= ((qh[i][e].w[k] >> (2 * c)) & 0x01010101u) << 4;
+            w[1][e][k] |= ((qh[i][e].w[k] >> (2 * c + 1)) & 0x01010101u) << 4;
+          }
+        }
+      }
+      const float d = half_to_float(head[i].w[0] & 0xffffu);
+      const float dmin = half_to_float(head[i].w[0] >> 16);
+      const uint32_t s[3] = {head[i].w[1], head[i].w[2], head[i].w[3]};
+      int sc[2], mn[2];
+      k4_scales(s, c, sc, mn);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        int sumi = 0;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) sumi = dp4a(w[r][e][k], q[i][r][e].w[k], sumi);
+        }
+        const float a = d * static_cast<float>(sc[r]), m = dmin * static_cast<float>(mn[r]);
+        const float part = fmaf(-m, s32[i][r], a * (dx[i][r] * static_cast<float>(sumi)));
+        if (valid[i]) acc += part;
+      }
+    }
+    return acc;
+  }
+};
+
+template <class Q, bool kPaired>
+using LanesOf = std::conditional_t<kPaired, PairLanes<Q>, PieceLanes<Q>>;
+
+// Whether type Q has the paired form (HOSTLM_CUDA_GEMV_PAIRS=0 switches it off, for
+// comparisons).
+template <class Q>
+constexpr bool kHasPairs = Q::kType == DType::Q4_K || Q::kType == DType::Q5_K;
 
 template <class Q>
 struct WarpRows {
@@ -108,7 +260,7 @@ struct WarpRows {
   }
 };
 
-template <class Q>
+template <class Q, class Lanes>
 __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantActs& x, float* y,
                                             const Plan plan, const StageLayout& layout,
                                             int64_t block, uint8_t* smem, float* partial) {
@@ -135,50 +287,15 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantAct
   }
   pdl_begin();
 
-  const uint32_t first = static_cast<uint32_t>(segment * kSegmentPieces + lane);
-  bool valid[kPiecesPerLane];
-  LaneActs<Q> a;
-#pragma unroll
-  for (int i = 0; i < kPiecesPerLane; ++i) {
-    valid[i] = first + 32u * i < n_pieces;
-    const uint32_t piece = min(first + 32u * i, n_pieces - 1);
-    const uint32_t block_start = piece / Q::kPieces * Q::kBlockElems;
-    // Only the element offsets of a piece are used here: its loads are dead code.
-    const typename Q::P probe =
-        Q::template load<false>(rows.view(0), 0, static_cast<int>(piece % Q::kPieces));
-#pragma unroll
-    for (int g = 0; g < Q::kRanges; ++g) {
-      const uint32_t e = block_start + static_cast<uint32_t>(probe.off[g]);
-      a.q[i][g] = load16(x.q + e);
-      a.dx[i][g] = x.d[e >> 5];
-      a.s16[i][g] = x.s16[e >> 4];
-    }
-  }
+  Lanes lanes;
+  lanes.load(x, segment, lane, n_pieces, rows.view(0));
 
   for (int r = 0; r < n_rows; ++r) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2) : "memory");
     __syncwarp();  // every lane's copies of row r have landed; row r - 1 is no longer read
     if (r + kStages - 1 < n_rows) rows.fetch(row0 + r + kStages - 1, (r + kStages - 1) % kStages);
     cp_async_commit();
-    const QuantMatrix staged = rows.view(r % kStages);
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < kPiecesPerLane; ++i) {
-      if (!valid[i]) continue;
-      const int local = lane + 32 * i;
-      const typename Q::P p =
-          Q::template load<false>(staged, local / Q::kPieces, local % Q::kPieces);
-#pragma unroll
-      for (int g = 0; g < Q::kRanges; ++g) {
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) sumi = dp4a(p.q[4 * g + k], a.q[i][g].w[k], sumi);
-        float v = acc + p.a[g] * (a.dx[i][g] * static_cast<float>(sumi));
-        if constexpr (Q::kOffset != 0) v += p.a[g] * static_cast<float>(Q::kOffset) * a.s16[i][g];
-        if constexpr (Q::kHasMin) v += p.m[g] * a.s16[i][g];
-        acc = v;
-      }
-    }
+    const float acc = lanes.dot(rows.view(r % kStages));
     const float s = warp_sum(acc);
     if (lane == 0) {
       if (plan.segments == 1)
@@ -198,14 +315,15 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantAct
   }
 }
 
-template <class Q>
+template <class Q, bool kPaired>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_one_token_kernel(const Launch l, QuantActs x) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float partial[kMaxWarps * kMaxRowsPerWarp];
   int j = 0;
   while (j + 1 < l.n && blockIdx.x >= l.first[j + 1]) ++j;
-  matrix_rows<Q>(l.w[j], x, l.y[j], l.plan, l.stage, blockIdx.x - l.first[j], smem, partial);
+  matrix_rows<Q, LanesOf<Q, kPaired>>(l.w[j], x, l.y[j], l.plan, l.stage, blockIdx.x - l.first[j],
+                                      smem, partial);
 }
 
 int rows_per_warp_override() {
@@ -219,6 +337,14 @@ int rows_per_warp_override() {
 bool enabled() {
   static const bool on = [] {
     const char* env = std::getenv("HOSTLM_CUDA_GEMV_ONE_TOKEN");
+    return !(env && env[0] == '0');
+  }();
+  return on;
+}
+
+bool pairs_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_GEMV_PAIRS");
     return !(env && env[0] == '0');
   }();
   return on;
@@ -255,10 +381,10 @@ int rows_per_warp(int groups, int64_t total_rows, int resident_blocks) {
 
 // Launches `l` (its stage layout, segments and groups set), or returns false when the shared
 // memory or the occupancy does not allow it.
-template <class Q>
+template <class Q, bool kPaired>
 bool launch_staged(Launch l, int64_t total_rows, const OneTokenTargets& targets, const QuantActs& x,
                    cudaStream_t stream) {
-  const auto kernel = gemv_one_token_kernel<Q>;
+  const auto kernel = gemv_one_token_kernel<Q, kPaired>;
   const int warps = l.plan.groups * l.plan.segments;
   const size_t smem = size_t{static_cast<unsigned>(warps)} * kStages * l.stage.bytes;
   // The most dynamic shared memory a block may ask for beside the kernel's static arrays
@@ -321,7 +447,13 @@ bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const Qua
       }
       l.plan.segments = segments;
       l.plan.groups = std::max(1, kWantedWarps / segments);
-      launched = launch_staged<Q>(l, total_rows, targets, x, stream);
+      if constexpr (kHasPairs<Q>) {
+        if (pairs_enabled()) {
+          launched = launch_staged<Q, true>(l, total_rows, targets, x, stream);
+          return;
+        }
+      }
+      launched = launch_staged<Q, false>(l, total_rows, targets, x, stream);
     }
   });
   return launched;

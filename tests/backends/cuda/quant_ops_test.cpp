@@ -317,7 +317,7 @@ TEST_F(CudaQuant, Q4kTileProductOverManyChunks) {
 TEST_F(CudaQuant, OneTokenGemvOnModelSizedMatrices) {
   std::mt19937 rng(11);
   Worst worst;
-  for (DType type : {DType::Q4_K, DType::Q6_K, DType::Q8_0}) {
+  for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0}) {
     const QuantCase& c = case_of(type);
     const int64_t E = dtype_traits(type).block_size;
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{9000, 4096}, {2100, 12288}}) {

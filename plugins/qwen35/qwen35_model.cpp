@@ -416,18 +416,24 @@ class Qwen35Model final : public Model {
     }
   }
 
-  // Logits of the rows in logit_rows_ into the host arrays logit_dst_: runs of consecutive
-  // rows are copied together (a decode step is one run), normed, projected and downloaded
-  // logit_capacity_ rows at a time.
+  // Logits of the rows in logit_rows_ (ascending) into the host arrays logit_dst_: normed,
+  // projected and downloaded logit_capacity_ rows at a time.
   bool project_gathered_logits() {
     const int64_t H = weights_.config().hidden, V = info_.n_vocab;
     const auto n = static_cast<int64_t>(logit_rows_.size());
-    float* gathered = mixed_->data();  // free once the trunk is done
-    for (int64_t i = 0; i < n;) {
-      int64_t run = 1;
-      while (i + run < n && logit_rows_[i + run] == logit_rows_[i] + run) ++run;
-      backend_.copy_rows(gathered + i * H, H, hidden_->data() + logit_rows_[i] * H, H, run, H);
-      i += run;
+    if (n == 0) return true;
+    // Rows that already lie together (a decode step of one or more sequences) are read in
+    // place; others are first gathered into mixed_, free once the trunk is done.
+    const float* gathered = hidden_->data() + logit_rows_.front() * H;
+    if (logit_rows_.back() - logit_rows_.front() + 1 != n) {
+      float* rows_out = mixed_->data();
+      for (int64_t i = 0; i < n;) {
+        int64_t run = 1;
+        while (i + run < n && logit_rows_[i + run] == logit_rows_[i] + run) ++run;
+        backend_.copy_rows(rows_out + i * H, H, hidden_->data() + logit_rows_[i] * H, H, run, H);
+        i += run;
+      }
+      gathered = rows_out;
     }
     for (int64_t first = 0; first < n; first += logit_capacity_) {
       const int64_t rows = std::min(logit_capacity_, n - first);

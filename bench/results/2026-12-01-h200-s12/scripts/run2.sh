@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 12, call 2: shared-memory reads of a row issued before its arithmetic (paired Q4_K
-# (The timeline step found no nsys on the machine and did nothing; its tool was then removed.)
 # lanes and the general lanes), the register-capped variant removed. Quant and Qwen3.5 CUDA
 # tests, tg128 A/B of pairs, the real decode timeline (Nsight Systems), and the Q4_K GEMV's
 # scheduler statistics again.
+# (The timeline step found no nsys on the machine and did nothing; its tool was then removed.)
 W=/tmp/w12b; source bench/results/2026-12-01-h200-s10/scripts/device_env.sh
 el "quant and model tests"
 timeout 150 $B/bin/test_cuda_backend --gtest_brief=1 --gtest_filter='*Quant*:*Qwen*:*Gemv*' > $OUT/cuda-tests.txt 2>&1; echo "cuda tests rc $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|tests from .* ran|Failure|bound|Expected|Which" $OUT/cuda-tests.txt | head -30

@@ -103,8 +103,10 @@ def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH):
     pages = running + max(64, min(running // 4, GIB // page))
     state = recurrent_bytes(f)
     snapshots = max(2, min(4 * parallel, GIB // max(state, 1)))
-    width = max(f["h"], 2 * f["nq"] * f["d"], f["cd"], f["hv"] * f["dv"] + 2 * f["hv"], f["ffn"])
-    scratch = 4 * (4 * batch * width + 3 * batch * f["h"] + min(max(parallel, 1), 64) * f["vocab"])
+    heads, kv, vd = f["nq"] * f["d"], f["nkv"] * f["d"], f["hv"] * f["dv"]
+    widths = (max(2 * heads, f["cd"], f["ffn"]), max(heads, kv, f["cd"], f["ffn"]),
+              max(heads, kv, vd + 2 * f["hv"]), max(heads, vd))  # modules::scratch_widths
+    scratch = 4 * (batch * sum(widths) + 3 * batch * f["h"] + min(max(parallel, 1), 64) * f["vocab"])
     plan = dict(weights=weights, kv=page * pages, kv_pages=pages, state=state * (parallel + snapshots),
                 scratch=scratch)
     plan["total"] = sum(plan[k] for k in ("weights", "kv", "state", "scratch"))

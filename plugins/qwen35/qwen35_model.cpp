@@ -140,14 +140,14 @@ class Qwen35Model final : public Model {
     layout_.n_state_layers = n_deltanet;
 
     max_batch_ = std::max<int64_t>(1, options.max_batch);
-    const int64_t width = std::max(
-        {H, 2 * c.n_head * c.head_dim, c.conv_channels(), c.value_dim() + 2 * c.n_v_heads, c.ffn});
-    scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, width);
+    const std::vector<int64_t> widths = modules::scratch_widths(
+        {c.n_head, c.n_head_kv, c.head_dim, c.conv_channels(), c.value_dim(), c.n_v_heads, c.ffn});
+    scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, widths);
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     if (host_ != nullptr) {
-      host_scratch_ = std::make_unique<modules::Scratch>(*host_, max_batch_, width);
+      host_scratch_ = std::make_unique<modules::Scratch>(*host_, max_batch_, widths);
       host_hidden_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_normed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_mixed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
@@ -166,8 +166,8 @@ class Qwen35Model final : public Model {
     slices_.reserve(static_cast<size_t>(max_batch_));
     paged_.reserve(static_cast<size_t>(max_batch_));
     info_.scratch_bytes =
-        sizeof(float) * static_cast<size_t>(4 * max_batch_ * width + 3 * max_batch_ * H +
-                                            logit_capacity_ * c.n_vocab);
+        sizeof(float) *
+        static_cast<size_t>(scratch_->floats() + 3 * max_batch_ * H + logit_capacity_ * c.n_vocab);
     info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
                         std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +
                         " Gated DeltaNet), hidden " + std::to_string(H) + ", vocab " +

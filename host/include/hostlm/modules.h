@@ -11,20 +11,32 @@
 
 namespace hostlm::modules {
 
-// Activation scratch for one forward call of up to max_tokens tokens: a few buffers of
-// max_tokens x width floats, made once at load so evaluation allocates nothing.
+// Activation scratch for one forward call of up to max_tokens tokens: buffer i holds
+// max_tokens x widths[i] floats, made once at load so evaluation allocates nothing. The
+// modules below use four (each says which for what); scratch_widths gives their widths.
 class Scratch {
  public:
-  // Four buffers: the most any module below uses (each says which).
-  Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers = 4);
+  Scratch(Backend& backend, int64_t max_tokens, std::vector<int64_t> widths);
   float* get(int index) { return buffers_[index]->data(); }
   int64_t max_tokens() const { return max_tokens_; }
-  int64_t width() const { return width_; }
+  int64_t width(int index) const { return widths_[static_cast<size_t>(index)]; }
+  // Floats in all buffers together.
+  int64_t floats() const;
 
  private:
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  int64_t max_tokens_, width_;
+  int64_t max_tokens_;
+  std::vector<int64_t> widths_;
 };
+
+// The widths (floats per token) of the four scratch buffers that GatedAttention,
+// GatedDeltaNet and SwigluMlp of these sizes need: for each buffer the widest use.
+struct ScratchNeeds {
+  int64_t n_head, n_head_kv, head_dim;          // attention (query rows include their gates)
+  int64_t conv_channels, value_dim, n_v_heads;  // Gated DeltaNet
+  int64_t ffn;                                  // MLP
+};
+std::vector<int64_t> scratch_widths(const ScratchNeeds& n);
 
 // RMSNorm with a float32 weight held on the host (any +1 shift already folded in).
 struct RmsNorm {

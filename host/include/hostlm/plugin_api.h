@@ -3,7 +3,8 @@
 // A plugin library exports two C symbols (see HOSTLM_DECLARE_PLUGIN): the ABI version it
 // was built against, checked by the host before anything else, and a factory. Everything
 // behind the factory is C++ built with the same toolchain as the host; the ABI version is
-// bumped whenever these classes or anything they expose change layout.
+// bumped whenever these classes, anything they expose, or the shared modules plugins build
+// on (modules.h) change layout.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 6
+#define HOSTLM_PLUGIN_ABI_VERSION 7
 
 namespace hostlm {
 

@@ -1,15 +1,33 @@
 #include "hostlm/modules.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "hostlm/error.h"
 
 namespace hostlm::modules {
 
-Scratch::Scratch(Backend& backend, int64_t max_tokens, int64_t width, int n_buffers)
-    : max_tokens_(max_tokens), width_(width) {
-  for (int i = 0; i < n_buffers; ++i)
+Scratch::Scratch(Backend& backend, int64_t max_tokens, std::vector<int64_t> widths)
+    : max_tokens_(max_tokens), widths_(std::move(widths)) {
+  for (int64_t width : widths_)
     buffers_.push_back(backend.alloc(static_cast<size_t>(max_tokens * width)));
+}
+
+int64_t Scratch::floats() const {
+  int64_t n = 0;
+  for (int64_t width : widths_) n += max_tokens_ * width;
+  return n;
+}
+
+std::vector<int64_t> scratch_widths(const ScratchNeeds& n) {
+  const int64_t heads = n.n_head * n.head_dim, kv = n.n_head_kv * n.head_dim;
+  return {
+      std::max({2 * heads, n.conv_channels, n.ffn}),         // q + gates, qkv, gate
+      std::max({heads, kv, n.conv_channels, n.ffn}),         // k then queries, conv, up
+      std::max({heads, kv, n.value_dim + 2 * n.n_v_heads}),  // v then gates, z + a + b
+      std::max(heads, n.value_dim),                          // attention, delta rule
+  };
 }
 
 // Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output.
@@ -18,6 +36,9 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
                              float* out) const {
   const int64_t q_width = n_head * head_dim * (output_gate ? 2 : 1);
   const int64_t kv_width = n_head_kv * head_dim;
+  if (s.width(1) < n_head * head_dim || s.width(2) < n_head * head_dim || s.width(0) < q_width ||
+      s.width(1) < kv_width || s.width(2) < kv_width || s.width(3) < n_head * head_dim)
+    throw Error("scratch too small for attention");
   float* qg = s.get(0);
   float* k = s.get(1);
   float* v = s.get(2);
@@ -36,7 +57,6 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.kv_store(seqs, k, v);
   // Queries are read with a per-head stride through a compacted copy.
   float* q = k;  // k is in the pages now; reuse its scratch for compacted queries
-  if (s.width() < n_head * head_dim) throw Error("scratch too small for attention queries");
   be.copy_rows(q, head_dim, qg, q_head_stride, T * n_head, head_dim);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
@@ -60,8 +80,9 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   float* core = s.get(3);
   float* alpha = s.get(2) + T * value_dim;  // z uses the first T*value_dim floats
   float* beta = alpha + T * shape.n_v_heads;
-  if (s.width() < value_dim + 2 * shape.n_v_heads)
-    throw Error("scratch too small for the delta-rule gates");
+  if (s.width(0) < channels || s.width(1) < channels ||
+      s.width(2) < value_dim + 2 * shape.n_v_heads || s.width(3) < value_dim)
+    throw Error("scratch too small for the delta rule");
   const MatmulOut in_outs[] = {{&w_qkv, qkv}, {&w_z, z}, {&w_alpha, alpha}, {&w_beta, beta}};
   be.matmul_same_input(in_outs, x, T);
   be.conv1d_silu_seqs(slices, qkv, channels, conv_kernel, conv_weight.data(), conv);
@@ -71,6 +92,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
 }
 
 void SwigluMlp::forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const {
+  if (s.width(0) < w_gate.rows || s.width(1) < w_up.rows)
+    throw Error("scratch too small for the MLP");
   float* gate = s.get(0);
   float* up = s.get(1);
   const MatmulOut gate_up[] = {{&w_gate, gate}, {&w_up, up}};

@@ -53,7 +53,7 @@ import make_shape_gguf  # noqa: E402  (the released shapes and the per-tensor ty
 GIB, MIB = 1024**3, 1024**2
 PAGE_TOKENS = 32
 SERVE_BATCH = 256  # hostlm serve's tokens per step on the CPU (ModelLoadOptions::max_batch)
-SERVE_BATCH_GPU = 512  # and on a GPU backend
+SERVE_BATCH_GPU = 2048  # and on a GPU backend
 KV_BYTES = {"F16": 2.0, "Q8_0": 34 / 32, "F32": 4.0}
 README_SIZES = {"0.8B": "0.8b", "2B": "2b", "4B": "4b", "9B": "9b", "27B": "27b"}
 CONTEXTS = [8192, 32768, 131072, 262144]

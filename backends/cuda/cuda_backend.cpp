@@ -188,6 +188,8 @@ class CudaBackend final : public Backend {
     profile_ = std::make_unique<OpProfile>(stream_);
     const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
+    if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
+    bf16_parts_ = exact_16bit_ ? 3 : 1;
     if (const char* parts = std::getenv("HOSTLM_CUDA_BF16_PARTS"))
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
     graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
@@ -464,15 +466,19 @@ class CudaBackend final : public Backend {
       check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
       return;
     }
-    // Prefill: cuBLAS float32 GEMM, exact float32 like the CPU. BF16 weights stay BF16 on
-    // tensor cores, the activations as a sum of BF16 parts (bf16_split.cu). F16 weights are
-    // widened to float32 in row blocks first: cuBLAS has no 16-bit x float32 product, and
-    // rounding the activations to 16 bits would cost more accuracy than the tests allow.
+    // Prefill. F32 weights: cuBLAS float32 GEMM, exact like the CPU. 16-bit weights stay in
+    // their type on tensor cores, and by default the activations are rounded to it too, as
+    // llama.cpp and transformers in bfloat16 do: BF16 activations for BF16 weights, half
+    // (after a per-token power of two, undone on the output) for F16. One product per matrix;
+    // the exact mode (HOSTLM_CUDA_EXACT_16BIT=1) costs three for BF16, the activations as a
+    // sum of BF16 parts (bf16_split.cu), and widens F16 weights to float32 in row blocks.
+    // 9B BF16 pp512 on an H200: 11,118 t/s with three parts, 21,209-21,463 with one.
     if (w.type == DType::F32) {
       sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, T, y);
       return;
     }
     if (w.type == DType::BF16) return bf16_gemm(w, x, T, y);
+    if (w.type == DType::F16 && !exact_16bit_) return f16_gemm(w, x, T, y);
     const int64_t block_rows = widen_block_rows(w);
     float* scratch = dequant_scratch(widen_bytes(w, T));
     for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
@@ -730,8 +736,8 @@ class CudaBackend final : public Backend {
     positions_.launched(stream_);
     paged_.launched(stream_);
   }
-  // 16-bit weights multiplied with cuBLAS use dequant_: F16 for float32 row blocks, BF16 for
-  // the activations' BF16 parts.
+  // 16-bit weights multiplied with cuBLAS use dequant_: BF16 for the activations' BF16 parts;
+  // for F16, the activations in half with their scales, or (exact) float32 row blocks.
   bool widens(const Weight& w, int64_t T) const {
     return !quants::QuantMatmul::supports(w.type) && T > kGemvMaxTokens && w.type != DType::F32;
   }
@@ -746,9 +752,22 @@ class CudaBackend final : public Backend {
     return std::clamp<int64_t>(
         static_cast<int64_t>(kDequantBytes / std::max<size_t>(token_bytes, 1)), 1, T);
   }
+  // Tokens per half product of F16 weights: their activations and scales fill at most
+  // kDequantBytes.
+  static int64_t half_chunk_tokens(const Weight& w, int64_t T) {
+    const size_t token_bytes = static_cast<size_t>(w.cols) * 2 + sizeof(float);
+    return std::clamp<int64_t>(static_cast<int64_t>(kDequantBytes / token_bytes), 1, T);
+  }
+  static size_t half_acts_bytes(const Weight& w, int64_t tokens) {
+    return (static_cast<size_t>(tokens * w.cols) * 2 + 255) / 256 * 256;
+  }
   size_t widen_bytes(const Weight& w, int64_t T) const {
     if (w.type == DType::BF16)
       return static_cast<size_t>(bf16_chunk_tokens(w, T) * bf16_parts_ * w.cols) * 2;
+    if (w.type == DType::F16 && !exact_16bit_) {
+      const int64_t chunk = half_chunk_tokens(w, T);
+      return half_acts_bytes(w, chunk) + static_cast<size_t>(chunk) * sizeof(float);
+    }
     return static_cast<size_t>(widen_block_rows(w)) * static_cast<size_t>(w.cols) * sizeof(float);
   }
 
@@ -770,6 +789,28 @@ class CudaBackend final : public Backend {
                            CUDA_R_32F, static_cast<int>(w.rows), CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT),
               "matmul (cublasGemmEx, bf16)");
+    }
+  }
+
+  // y[T, rows] = x * W^T for F16 W: the activations in half, each token scaled by a power of
+  // two that keeps it in half's range (undone on y), one tensor-core product per chunk.
+  void f16_gemm(const Weight& w, const float* x, int64_t T, float* y) {
+    const int64_t chunk = half_chunk_tokens(w, T);
+    auto* scratch = reinterpret_cast<uint8_t*>(dequant_scratch(widen_bytes(w, T)));
+    auto* inv_scale = reinterpret_cast<float*>(scratch + half_acts_bytes(w, chunk));
+    const float one = 1.f, zero = 0.f;
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+      const int64_t tc = std::min(chunk, T - t0);
+      check(quants::acts_to_f16(x + t0 * w.cols, tc, w.cols, scratch, inv_scale, stream_),
+            "matmul (activations to half)");
+      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),
+                         static_cast<int>(tc), static_cast<int>(w.cols), &one, w.data, CUDA_R_16F,
+                         static_cast<int>(w.cols), scratch, CUDA_R_16F, static_cast<int>(w.cols),
+                         &zero, y + t0 * w.rows, CUDA_R_32F, static_cast<int>(w.rows),
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "matmul (cublasGemmEx, half)");
+      check(quants::scale_rows(y + t0 * w.rows, w.rows, w.rows, tc, inv_scale, stream_),
+            "matmul (undo activation scale)");
     }
   }
 
@@ -854,10 +895,14 @@ class CudaBackend final : public Backend {
   size_t attention_scratch_floats_ = 0;
   float* dequant_ = nullptr;
   size_t dequant_bytes_ = 0;
-  // BF16 parts of the activations in BF16 prefill products (HOSTLM_CUDA_BF16_PARTS=1..3).
-  // Three carry float32's whole mantissa; two are faster but already miss
-  // the transformers tolerance of the tiny BF16 model (1.9e-4 of the logit spread, not 1e-4).
-  int bf16_parts_ = 3;
+  // Prefill products of 16-bit weights with float32 activations (HOSTLM_CUDA_EXACT_16BIT=1),
+  // as the CPU does, instead of activations rounded to the weights' type.
+  bool exact_16bit_ = false;
+  // BF16 parts of the activations in BF16 prefill products (HOSTLM_CUDA_BF16_PARTS=1..3; by
+  // default 1, or 3 when exact). Three carry float32's whole mantissa; two are faster but
+  // already miss the transformers tolerance of the tiny BF16 model (1.9e-4 of the logit
+  // spread, not 1e-4).
+  int bf16_parts_ = 1;
   std::unique_ptr<quants::QuantMatmul> quant_;  // quantized weights and their scratch
   std::unique_ptr<OpProfile> profile_;
   // Decode steps as CUDA graphs (begin_step): on unless HOSTLM_CUDA_GRAPHS=0 or profiling.

@@ -53,7 +53,7 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   LoadOptions load;
   load.max_batch = options.max_batch > 0       ? options.max_batch
                    : backend_->name() == "cpu" ? 256
-                                               : 512;
+                                               : 2048;
   load.max_sequences = std::max<int64_t>(0, options.max_sequences);
   if (options.gpu_layers > 0 && backend_->name() != "cpu") {
     // The plugin splits only when the count is below its layer count; otherwise it ignores

@@ -103,8 +103,9 @@ struct MatmulCase {
 
 class CudaMatmul : public CudaOps, public ::testing::WithParamInterface<MatmulCase> {};
 
-// T <= 8 takes the GEMV kernel (vector path when cols % 8 == 0, scalar otherwise); larger T
-// takes cuBLAS, through widened row blocks for 16-bit weights.
+// T <= 8 takes the GEMV kernel (vector path when cols % 8 == 0, scalar otherwise; one token of
+// 16-bit weights its own kernel); larger T takes cuBLAS, in this binary's exact mode
+// (exact_mode_default.cpp) with float32 activations.
 TEST_P(CudaMatmul, MatchesCpu) {
   const MatmulCase c = GetParam();
   std::vector<float> values = random(static_cast<size_t>(c.rows * c.cols));
@@ -126,6 +127,9 @@ std::vector<MatmulCase> matmul_cases() {
     for (int64_t T : {1, 3, 8, 9, 40})
       for (auto [rows, cols] : {std::pair<int64_t, int64_t>{67, 96}, {33, 50}, {300, 1024}})
         cases.push_back({type, rows, cols, T});
+  // Rows long enough for every depth of the 16-bit one-token kernel, with a tail after them.
+  for (DType type : {DType::F16, DType::BF16})
+    for (int64_t T : {1, 2}) cases.push_back({type, 37, 4096 + 3 * 256 + 8, T});
   return cases;
 }
 

@@ -292,20 +292,21 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
   if (tile_rows < w.rows && tile_rows >= kTileRowAlign)
     tile_rows = tile_rows / kTileRowAlign * kTileRowAlign;
   const float one = 1.f, zero = 0.f;
-  for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
-    const int64_t tc = std::min(kPrefillTokens, T - t0);
-    // One chunk: the matrices that read the same input (q, k, v; gate, up) convert it once.
-    if (T <= kPrefillTokens) {
-      half_acts(x, T, w.cols);
-    } else {
-      f16_x_ = nullptr;
-      check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
-            "matmul (activations to half)");
-    }
-    for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
-      const int64_t nr = std::min(tile_rows, w.rows - r0);
-      check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
-            "matmul (dequantize tile)");
+  // Each tile is expanded once for all the tokens (a 2048-token step used to expand every
+  // matrix twice); the activations are converted per chunk of kPrefillTokens, again for each
+  // tile only when a matrix takes several tiles, which costs far less than its expansion.
+  if (T <= kPrefillTokens) half_acts(x, T, w.cols);
+  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    const int64_t nr = std::min(tile_rows, w.rows - r0);
+    check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
+          "matmul (dequantize tile)");
+    for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
+      const int64_t tc = std::min(kPrefillTokens, T - t0);
+      if (T > kPrefillTokens) {
+        f16_x_ = nullptr;
+        check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
+              "matmul (activations to half)");
+      }
       // Column-major view: Y^T[rows, T] = W_tile^T^T * X^T, W_tile stored as [cols, nr].
       check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
                          static_cast<int>(tc), static_cast<int>(w.cols), &one, tile_, CUDA_R_16F,
@@ -313,10 +314,13 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
                          &zero, y + t0 * w.rows + r0, CUDA_R_32F, static_cast<int>(w.rows),
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "matmul (cublasGemmEx, half)");
+      if (T > kPrefillTokens)  // inv_scale_ holds this chunk's scales only
+        check(scale_rows(y + t0 * w.rows + r0, w.rows, nr, tc, inv_scale_, stream_),
+              "matmul (undo activation scale)");
     }
-    check(scale_rows(y + t0 * w.rows, w.rows, w.rows, tc, inv_scale_, stream_),
-          "matmul (undo activation scale)");
   }
+  if (T <= kPrefillTokens)
+    check(scale_rows(y, w.rows, w.rows, T, inv_scale_, stream_), "matmul (undo activation scale)");
   const auto* y_end = y + T * w.rows;
   if (y < x + T * w.cols && x < y_end) forget_acts();
 }

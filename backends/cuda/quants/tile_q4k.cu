@@ -124,8 +124,14 @@ struct StageSources {
 
   // Issues the copies of chunk `chunk` into `stage`.
   __device__ __forceinline__ void load(int chunk, unsigned stage) const {
+    load_weights(chunk, stage);
+    load_acts(chunk, stage);
+  }
+
+  // The weight bytes alone: they do not depend on the previous kernel.
+  __device__ __forceinline__ void load_weights(int chunk, unsigned stage) const {
     const int tid = threadIdx.x;
-    const unsigned heads = stage + S::kRows * kQuantStride, acts = heads + S::kRows * kHeadBytes;
+    const unsigned heads = stage + S::kRows * kQuantStride;
 #pragma unroll
     for (int j = 0; j < kQuantCopies; ++j) {
       const int i = tid + j * S::kThreads, r = i / 8, piece = i % 8;
@@ -136,6 +142,12 @@ struct StageSources {
     if (tid < S::kRows)
       cp_async_16_or_zero(heads + tid * kHeadBytes, head_ok ? head + chunk * kHeadBytes : head,
                           head_ok);
+  }
+
+  // The activations, written by the kernel before this one.
+  __device__ __forceinline__ void load_acts(int chunk, unsigned stage) const {
+    const int tid = threadIdx.x;
+    const unsigned acts = stage + S::kRows * kQuantStride + S::kRows * kHeadBytes;
 #pragma unroll
     for (int j = 0; j < kActCopies; ++j) {
       const int i = tid + j * S::kThreads, t = i / 32, piece = i % 32;
@@ -243,9 +255,19 @@ __device__ __forceinline__ void multiply_stage(const unsigned char* stage, int w
   }
 }
 
+// Whether the first stages' weight bytes are requested before waiting for the previous kernel
+// (HOSTLM_CUDA_TILE_EARLY=0: after).
+bool early_weights() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_TILE_EARLY");
+    return env == nullptr || env[0] != '0';
+  }();
+  return on;
+}
+
 template <class S, int kN>
-__global__ void __launch_bounds__(S::kThreads, S::min_blocks(kN)) tile_q4k_kernel(Q4kArgs args) {
-  pdl_begin();
+__global__ void __launch_bounds__(S::kThreads, S::min_blocks(kN))
+    tile_q4k_kernel(Q4kArgs args, bool early) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kS = S::stages(kN), kStageBytes = S::stage_bytes(kN);
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -259,9 +281,23 @@ __global__ void __launch_bounds__(S::kThreads, S::min_blocks(kN)) tile_q4k_kerne
   const unsigned base = smem_addr(smem_raw);
 
   const StageSources<S, kN> sources(args, row0, t0);
+  // The weights of the first stages are requested while the previous kernel finishes (with
+  // programmatic launch): they join the first commit group, so the waits below still cover
+  // them.
+  if (early) {
+#pragma unroll
+    for (int s = 0; s < kS - 1; ++s)
+      if (s < n) sources.load_weights(first + s, base + s * kStageBytes);
+  }
+  pdl_begin();
 #pragma unroll
   for (int s = 0; s < kS - 1; ++s) {
-    if (s < n) sources.load(first + s, base + s * kStageBytes);
+    if (s < n) {
+      if (early)
+        sources.load_acts(first + s, base + s * kStageBytes);
+      else
+        sources.load(first + s, base + s * kStageBytes);
+    }
     cp_async_commit();
   }
   float acc[kN / 8][4] = {};
@@ -274,6 +310,8 @@ __global__ void __launch_bounds__(S::kThreads, S::min_blocks(kN)) tile_q4k_kerne
     multiply_stage<S, kN>(smem_raw + (i % kS) * kStageBytes, warp, lane, acc);
   }
   store_tile<kN>(acc, args.out, row0, t0, last_split);
+#else
+  pdl_begin();
 #endif
 }
 
@@ -317,11 +355,14 @@ void launch_shape(const TilePlan& p, const Q4kArgs& a, cudaStream_t stream) {
   const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
   const int n = tokens_per_block(a.out.T);
   if (n == 16)
-    launch_kernel(tile_q4k_kernel<S, 16>, grid, S::kThreads, S::smem_bytes(16), stream, a);
+    launch_kernel(tile_q4k_kernel<S, 16>, grid, S::kThreads, S::smem_bytes(16), stream, a,
+                  early_weights());
   else if (n == 32)
-    launch_kernel(tile_q4k_kernel<S, 32>, grid, S::kThreads, S::smem_bytes(32), stream, a);
+    launch_kernel(tile_q4k_kernel<S, 32>, grid, S::kThreads, S::smem_bytes(32), stream, a,
+                  early_weights());
   else
-    launch_kernel(tile_q4k_kernel<S, 64>, grid, S::kThreads, S::smem_bytes(64), stream, a);
+    launch_kernel(tile_q4k_kernel<S, 64>, grid, S::kThreads, S::smem_bytes(64), stream, a,
+                  early_weights());
 }
 
 }  // namespace

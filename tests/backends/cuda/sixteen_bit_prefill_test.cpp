@@ -40,27 +40,8 @@ class DefaultSixteenBitMode {
   std::string saved_;
 };
 
-std::vector<uint8_t> store16(DType type, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t h = type == DType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
-  }
-  return bytes;
-}
-
 float value16(DType type, float v) {
   return type == DType::F16 ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v));
-}
-
-TensorView view_of(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
-  TensorView v;
-  v.name = "test.weight";
-  v.type = type;
-  v.shape = {rows, cols};
-  v.data = bytes.data();
-  v.nbytes = bytes.size();
-  return v;
 }
 
 // Each output is within the activations' rounding (2^-8 relative for BF16, 2^-11 for half)
@@ -80,8 +61,8 @@ TEST(CudaSixteenBitPrefill, ProductsAreWithinTheActivationsRounding) {
       for (auto& v : w) v = value16(type, uni(rng));
       for (auto& v : x) v = uni(rng) * std::exp2(expo(rng));
       for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(cols + c)] *= 5000.f;
-      const std::vector<uint8_t> bytes = store16(type, w);
-      const Weight wg = gpu->load_weight(view_of(type, rows, cols, bytes));
+      const std::vector<uint8_t> bytes = testing::store_as(type, w);
+      const Weight wg = gpu->load_weight(testing::weight_view(type, rows, cols, bytes));
       auto xd = gpu->alloc(x.size());
       gpu->upload(xd->data(), x.data(), x.size());
       auto yd = gpu->alloc(static_cast<size_t>(T * rows));

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "cuda/quants/portable.h"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -15,6 +16,23 @@ namespace hostlm::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
+
+// Eight 16-bit weights of one 16-byte load as float32.
+template <typename Elem>
+__device__ __forceinline__ void widen8(const uint4& u, float (&w)[8]) {
+  const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<Elem, BF16Elem>) {
+      w[2 * i] = __uint_as_float(words[i] << 16);
+      w[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    } else {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+      w[2 * i] = f.x;
+      w[2 * i + 1] = f.y;
+    }
+  }
+}
 
 template <typename Elem>
 struct Load8;
@@ -32,27 +50,14 @@ struct Load8<F32Elem> {
 template <>
 struct Load8<F16Elem> {
   static __device__ __forceinline__ void load(const void* row, int64_t c, float (&w)[8]) {
-    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const __half*>(row) + c);
-    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-      w[2 * i] = f.x;
-      w[2 * i + 1] = f.y;
-    }
+    widen8<F16Elem>(*reinterpret_cast<const uint4*>(static_cast<const __half*>(row) + c), w);
   }
 };
 
 template <>
 struct Load8<BF16Elem> {
   static __device__ __forceinline__ void load(const void* row, int64_t c, float (&w)[8]) {
-    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(row) + c);
-    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      w[2 * i] = __uint_as_float(words[i] << 16);
-      w[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-    }
+    widen8<BF16Elem>(*reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(row) + c), w);
   }
 };
 
@@ -118,30 +123,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 template <typename Elem>
 constexpr int kRowsPerWarp = 2;
 
-// Eight 16-bit weights of one 16-byte load as float32.
-template <typename Elem>
-__device__ __forceinline__ void widen8(const uint4& u, float (&w)[8]) {
-  const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (std::is_same_v<Elem, BF16Elem>) {
-      w[2 * i] = __uint_as_float(words[i] << 16);
-      w[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-    } else {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-      w[2 * i] = f.x;
-      w[2 * i + 1] = f.y;
-    }
-  }
-}
-
-// Weight bytes read once: past L1, which keeps the activations every warp re-reads.
+// Weight bytes read once, past L1 (which keeps the activations every warp re-reads).
 __device__ __forceinline__ uint4 load_weights16(const void* p) {
-  uint4 r;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-      : "l"(p));
-  return r;
+  const quants::Words4 r = quants::load_stream16(static_cast<const uint8_t*>(p));
+  return make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
 }
 
 // One token, 16-bit weights (decode): the vector path of gemv_kernel with kDepth 16-byte

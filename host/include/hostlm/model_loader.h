@@ -34,7 +34,8 @@ struct ModelLoadOptions {
   // where a longer chunk expands each quantized weight tile for more tokens and runs the
   // GEMMs faster (9B Q4_K_M on an H200, 512-token prompts, aggregate t/s at 32 / 64 streams:
   // 1,731 / 1,903 at 512, 1,865 / 2,126 at 1024, 1,936 / 2,208 at 2048), and 256 on the CPU.
-  // The price is activation scratch: 0.28 GB more than at 512 on the 9B (370 MB in all).
+  // The price is activation scratch: 0.28 GB more than at 512 on the 9B (370 MB in all;
+  // computed from the buffer widths, not measured).
   int64_t max_batch = 0;
   // Layers on the GPU, as llama.cpp's -ngl: -1 or at least the model's layer count, all of
   // them (on the backend chosen above); 0, none: the CPU backend. A count in between splits

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -194,15 +195,29 @@ class CudaBackend final : public Backend {
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
     graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
               !(profiling && *profiling && std::strcmp(profiling, "0") != 0);
+    if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats == '1')
+      graph_stats_.on = cudaEventCreate(&graph_stats_.begin) == cudaSuccess &&
+                        cudaEventCreate(&graph_stats_.end) == cudaSuccess;
   }
 
   ~CudaBackend() override {
     profile_.reset();  // prints its table, if on, while the stream lives
-    if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats == '1')
-      std::fprintf(stderr, "hostlm cuda graphs: %llu recorded, %llu replayed, %llu missed\n",
-                   static_cast<unsigned long long>(graph_stats_.recorded),
-                   static_cast<unsigned long long>(graph_stats_.replayed),
-                   static_cast<unsigned long long>(graph_stats_.missed));
+    if (graph_stats_.on) {
+      collect_replay_time();
+      const auto& g = graph_stats_;
+      std::fprintf(stderr,
+                   "hostlm cuda graphs: %llu recorded, %llu replayed, %llu missed; a replay ran "
+                   "%.1f us on the GPU, replays started %.1f us apart, and %.1f us passed "
+                   "from a download's end to the next replay\n",
+                   static_cast<unsigned long long>(g.recorded),
+                   static_cast<unsigned long long>(g.replayed),
+                   static_cast<unsigned long long>(g.missed),
+                   g.timed ? 1e3 * g.gpu_ms / static_cast<double>(g.timed) : 0.0,
+                   g.apart ? 1e3 * g.apart_ms / static_cast<double>(g.apart) : 0.0,
+                   g.host ? 1e3 * g.host_ms / static_cast<double>(g.host) : 0.0);
+      if (g.begin) cudaEventDestroy(g.begin);
+      if (g.end) cudaEventDestroy(g.end);
+    }
     abort_step();
     cudaStreamSynchronize(stream_);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
@@ -255,6 +270,7 @@ class CudaBackend final : public Backend {
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
     check(cudaStreamSynchronize(stream_), "download");
+    downloaded();
   }
   void download_rows(std::span<float* const> dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("download");
@@ -263,6 +279,7 @@ class CudaBackend final : public Backend {
           cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
     check(cudaStreamSynchronize(stream_), "download");
+    downloaded();
   }
   void pin_host(void* host, size_t bytes) override {
     // Without it each row is staged through the driver's bounce buffer at a fraction of
@@ -298,6 +315,7 @@ class CudaBackend final : public Backend {
     quant_->forget_acts();  // a replay runs no op, so none of them keeps this up to date
     if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
+    collect_replay_time();
     for (void* p : retired_) cudaFree(p);
     retired_.clear();
     tokens_.restart();
@@ -329,7 +347,7 @@ class CudaBackend final : public Backend {
         record_next_ = true;
         return false;
       }
-      check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+      launch_replay();
       graph_launched();
       ++graph_stats_.replayed;
       return true;
@@ -731,6 +749,48 @@ class CudaBackend final : public Backend {
   uint64_t staging_generation() const {
     return tokens_.generation() + positions_.generation() + paged_.generation();
   }
+  // A replay, timed on the GPU with HOSTLM_CUDA_GRAPH_STATS=1: the GPU time of a step beside
+  // the interval between steps shows how long the GPU waits for the host between them.
+  void launch_replay() {
+    auto& g = graph_stats_;
+    if (g.on && !g.pending) {
+      const auto now = std::chrono::steady_clock::now();
+      if (g.replayed > 0) {
+        g.apart_ms += std::chrono::duration<double, std::milli>(now - g.last_start).count();
+        ++g.apart;
+      }
+      g.last_start = now;
+      if (g.downloaded) {
+        g.host_ms += std::chrono::duration<double, std::milli>(now - g.last_download).count();
+        ++g.host;
+        g.downloaded = false;
+      }
+      check(cudaEventRecord(g.begin, stream_), "graph timing");
+      check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+      check(cudaEventRecord(g.end, stream_), "graph timing");
+      g.pending = true;
+      return;
+    }
+    check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+  }
+  // When the host got its results, for the time it then takes to replay the next step.
+  void downloaded() {
+    if (!graph_stats_.on) return;
+    graph_stats_.last_download = std::chrono::steady_clock::now();
+    graph_stats_.downloaded = true;
+  }
+  // Adds the last timed replay's GPU time, once the stream has finished it.
+  void collect_replay_time() {
+    auto& g = graph_stats_;
+    if (!g.pending || cudaEventSynchronize(g.end) != cudaSuccess) return;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, g.begin, g.end) == cudaSuccess) {
+      g.gpu_ms += ms;
+      ++g.timed;
+    }
+    g.pending = false;
+  }
+
   void graph_launched() {
     tokens_.launched(stream_);
     positions_.launched(stream_);
@@ -916,7 +976,14 @@ class CudaBackend final : public Backend {
   bool replay_failed_ = false;  // this replayed step cannot match (a buffer would grow)
   struct {
     uint64_t recorded = 0, replayed = 0, missed = 0;
-  } graph_stats_;               // printed at exit with HOSTLM_CUDA_GRAPH_STATS=1
+    bool on = false;  // HOSTLM_CUDA_GRAPH_STATS=1: printed at exit, replays timed
+    cudaEvent_t begin = nullptr, end = nullptr;
+    bool pending = false;  // a timed replay whose time is not yet added
+    double gpu_ms = 0, apart_ms = 0, host_ms = 0;
+    uint64_t timed = 0, apart = 0, host = 0;
+    std::chrono::steady_clock::time_point last_start, last_download;
+    bool downloaded = false;  // a download since the last replay
+  } graph_stats_;
   std::vector<void*> retired_;  // scratch replaced during a capture, freed after the graph
 };
 

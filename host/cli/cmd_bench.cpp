@@ -281,6 +281,14 @@ void add_bench_command(CLI::App& app) {
     const ModelSummary summary = summarize(loaded.files());
     const int64_t V = model.info().n_vocab;
     std::vector<float> logits(static_cast<size_t>(V));
+    // Page-locked like the engine's logits rows (and llama.cpp's output buffer): from pageable
+    // memory the download of each generated token's logits is staged by the driver.
+    loaded.backend().pin_host(logits.data(), logits.size() * sizeof(float));
+    struct Unpin {
+      Backend& backend;
+      void* p;
+      ~Unpin() { backend.unpin_host(p); }
+    } unpin{loaded.backend(), logits.data()};
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(
         0, static_cast<int32_t>(std::min<int64_t>(V, 2048) - 1));

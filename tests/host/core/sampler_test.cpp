@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
@@ -181,6 +184,28 @@ TEST(Sampler, DirectTopKDrawsAsTheFullSort) {
         ASSERT_EQ(a.sample(logits), b.sample(logits))
             << "top_k " << top_k << (constrained ? " constrained" : "") << " draw " << i;
       }
+    }
+  }
+}
+
+TEST(Sampler, GreedyPicksWhatMaxElementPicks) {
+  // The greedy pick scans blocks of 64 logits and looks inside a block only when it holds
+  // something at least as large as the best so far: ties (a coarse grid), a length that is
+  // not a multiple of 64, infinities and NaN must all give std::max_element's answer.
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> grid(-20, 20);
+  for (const size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{5000}}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(n);
+      for (float& x : logits) x = 0.5f * static_cast<float>(grid(rng));
+      if (trial % 5 == 1) logits[rng() % n] = std::numeric_limits<float>::quiet_NaN();
+      if (trial % 5 == 2) logits[0] = std::numeric_limits<float>::quiet_NaN();
+      if (trial % 5 == 3) logits[rng() % n] = -std::numeric_limits<float>::infinity();
+      if (trial % 5 == 4) std::fill(logits.begin(), logits.end(), -INFINITY);
+      Sampler sampler(greedy());
+      const auto expected =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      ASSERT_EQ(sampler.sample(logits), expected) << "n " << n << " trial " << trial;
     }
   }
 }

@@ -552,6 +552,26 @@ class CudaBackend final : public Backend {
           "rope_neox");
   }
 
+  void qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float* k, int64_t n_head_kv,
+                    int64_t T, int64_t head_dim, const float* q_weight, float q_eps,
+                    const float* k_weight, float k_eps, int64_t rot_dims, const int32_t* positions,
+                    double theta, float* q_out) override {
+    const auto timed = profile_->scope("qk_norm_rope");
+    quant_->forget_acts();
+    if (T == 0) return;
+    const float* qw = host_array(q_weight, static_cast<size_t>(head_dim));
+    const float* kw = host_array(k_weight, static_cast<size_t>(head_dim));
+    const int32_t* device_positions =
+        positions_.upload(positions, static_cast<size_t>(T), stream_, true, mode_);
+    if (device_positions == nullptr) return replay_cannot();
+    if (skip(kQkNormRope, qg, q_head_stride, n_head, k, n_head_kv, T, head_dim, qw, q_eps, kw,
+             k_eps, rot_dims, device_positions, theta, q_out))
+      return;
+    check(cuda::qk_norm_rope(qg, q_head_stride, n_head, k, n_head_kv, T, head_dim, qw, q_eps, kw,
+                             k_eps, rot_dims, device_positions, theta, q_out, stream_),
+          "qk_norm_rope");
+  }
+
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
     const auto timed = profile_->scope("kv_store");
     quant_->forget_acts();
@@ -683,7 +703,8 @@ class CudaBackend final : public Backend {
     kConv,
     kDeltaRule,
     kGatedRmsNorm,
-    kMatmulGroup
+    kMatmulGroup,
+    kQkNormRope
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op

@@ -56,6 +56,12 @@ cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, 
                            int64_t dv, float eps, float* out, cudaStream_t stream,
                            Int8ActsOut acts = {});
 
+// qk_norm_rope.cu: Backend::qk_norm_rope (positions on the device); head_dim <= 1024.
+cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float* k,
+                         int64_t n_head_kv, int64_t T, int64_t head_dim, const float* q_weight,
+                         float q_eps, const float* k_weight, float k_eps, int64_t rot_dims,
+                         const int32_t* positions, double theta, float* q_out, cudaStream_t stream);
+
 // rope.cu
 cudaError_t rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
                       int64_t rot_dims, const int32_t* positions, double theta,

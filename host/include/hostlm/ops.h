@@ -147,6 +147,27 @@ class Backend {
   virtual void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
                          size_t head_stride, int64_t rot_dims, const int32_t* positions,
                          double theta) = 0;
+  // The per-head query and key preparation of gated attention, in one op. qg: [T, n_head]
+  // heads spaced q_head_stride apart (q_head_stride * n_head per token), each head's first
+  // head_dim values its query; k: [T, n_head_kv * head_dim]. Each query and key head is
+  // RMS-normed over head_dim (q_weight, k_weight: host float32 arrays of head_dim), then
+  // NeoX-rotated on its first rot_dims at its token's position; keys stay in place, queries
+  // go to q_out [T, n_head * head_dim], and qg's query values are left unspecified (its other
+  // values, the gates, untouched). Same results as rms_norm, rope_neox and copy_rows, which
+  // it makes by default; a backend may do it in one pass.
+  virtual void qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float* k,
+                            int64_t n_head_kv, int64_t T, int64_t head_dim, const float* q_weight,
+                            float q_eps, const float* k_weight, float k_eps, int64_t rot_dims,
+                            const int32_t* positions, double theta, float* q_out) {
+    const auto q_stride = static_cast<size_t>(head_dim);
+    rms_norm(qg, q_head_stride, qg, q_head_stride, T * n_head, head_dim, q_weight, q_eps);
+    rms_norm(k, q_stride, k, q_stride, T * n_head_kv, head_dim, k_weight, k_eps);
+    rope_neox(qg, q_head_stride * static_cast<size_t>(n_head), T, n_head, q_head_stride, rot_dims,
+              positions, theta);
+    rope_neox(k, q_stride * static_cast<size_t>(n_head_kv), T, n_head_kv, q_stride, rot_dims,
+              positions, theta);
+    copy_rows(q_out, q_stride, qg, q_head_stride, T * n_head, head_dim);
+  }
   // Paged KV (see hostlm/kv_cache.h). Stores the new tokens' keys and values, k and v
   // [rows, n_head_kv * head_dim] float32 with the rows of every sequence in `seqs`, into each
   // sequence's pages at positions n_past .. n_past + T - 1, converted to the page type.

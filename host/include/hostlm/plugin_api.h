@@ -17,7 +17,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 7
+#define HOSTLM_PLUGIN_ABI_VERSION 8
 
 namespace hostlm {
 

@@ -24,13 +24,14 @@ std::vector<int64_t> scratch_widths(const ScratchNeeds& n) {
   const int64_t heads = n.n_head * n.head_dim, kv = n.n_head_kv * n.head_dim;
   return {
       std::max({2 * heads, n.conv_channels, n.ffn}),         // q + gates, qkv, gate
-      std::max({heads, kv, n.conv_channels, n.ffn}),         // k then queries, conv, up
+      std::max({heads, kv, n.conv_channels, n.ffn}),         // k then attention, conv, up
       std::max({heads, kv, n.value_dim + 2 * n.n_v_heads}),  // v then gates, z + a + b
-      std::max(heads, n.value_dim),                          // attention, delta rule
+      std::max(heads, n.value_dim),                          // queries, delta rule
   };
 }
 
-// Scratch use: 0 = q (+gate), 1 = k, 2 = v, 3 = attention output.
+// Scratch use: 0 = q (+gate), 1 = k then the attention output, 2 = v then the gates,
+// 3 = the normed, rotated queries.
 void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
                              const int32_t* positions, std::span<const PagedSequence> seqs,
                              float* out) const {
@@ -42,22 +43,17 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   float* qg = s.get(0);
   float* k = s.get(1);
   float* v = s.get(2);
-  float* attn = s.get(3);
+  float* q = s.get(3);     // the normed, rotated queries, compacted
+  float* attn = s.get(1);  // k is in the pages by then
   const MatmulOut qkv_outs[] = {{&wq, qg}, {&wk, k}, {&wv, v}};
   be.matmul_same_input(qkv_outs, x, T);
+  // The query rows come interleaved with their gates.
   const size_t q_head_stride = static_cast<size_t>(output_gate ? 2 * head_dim : head_dim);
-  // Per-head norms in place; the query rows stay interleaved with their gates.
-  be.rms_norm(qg, q_head_stride, qg, q_head_stride, T * n_head, head_dim, q_norm.weight.data(),
-              q_norm.eps);
-  be.rms_norm(k, head_dim, k, head_dim, T * n_head_kv, head_dim, k_norm.weight.data(), k_norm.eps);
-  be.rope_neox(qg, q_width, T, n_head, q_head_stride, rot_dims, positions, rope_theta);
-  be.rope_neox(k, kv_width, T, n_head_kv, head_dim, rot_dims, positions, rope_theta);
+  be.qk_norm_rope(qg, q_head_stride, n_head, k, n_head_kv, T, head_dim, q_norm.weight.data(),
+                  q_norm.eps, k_norm.weight.data(), k_norm.eps, rot_dims, positions, rope_theta, q);
   // New keys and values first: the queries then read them from the pages, rounded to the
   // page type exactly as later queries will, so chunking never changes a result.
   be.kv_store(seqs, k, v);
-  // Queries are read with a per-head stride through a compacted copy.
-  float* q = k;  // k is in the pages now; reuse its scratch for compacted queries
-  be.copy_rows(q, head_dim, qg, q_head_stride, T * n_head, head_dim);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
   be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);

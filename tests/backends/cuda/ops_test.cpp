@@ -180,6 +180,64 @@ TEST_F(CudaOps, RopeNeoxPartialStridedAndFarPositions) {
   expect_close(x, from_gpu(xd->data(), x.size()), "rope_neox, second call");
 }
 
+// The fused query and key preparation gives the bits of the ops it replaces (the Backend
+// default: norms, rotations, then the query copy), run on the GPU too, and the CPU's values.
+TEST_F(CudaOps, QkNormRopeEqualsNormsRotationsAndCopy) {
+  struct Shape {
+    int64_t T, n_head, n_head_kv, head_dim, rot_dims;
+    bool gates;
+  };
+  // Norm weights are uploaded once per host array (by address), as model weights that live
+  // as long as the model; each shape's weights stay alive so that no address is reused.
+  std::vector<std::vector<float>> weights;
+  weights.reserve(8);  // two per shape; references to them are held
+  for (const Shape sh : {Shape{3, 4, 2, 256, 64, true}, Shape{2, 3, 1, 128, 96, false},
+                         Shape{1, 2, 2, 96, 0, true}, Shape{5, 16, 4, 256, 64, true}}) {
+    const std::string what = "head_dim " + std::to_string(sh.head_dim) + " rot " +
+                             std::to_string(sh.rot_dims) + " T " + std::to_string(sh.T);
+    const size_t q_head_stride = static_cast<size_t>(sh.gates ? 2 * sh.head_dim : sh.head_dim);
+    const size_t qg_n = static_cast<size_t>(sh.T * sh.n_head) * q_head_stride;
+    const size_t k_n = static_cast<size_t>(sh.T * sh.n_head_kv * sh.head_dim);
+    const size_t q_n = static_cast<size_t>(sh.T * sh.n_head * sh.head_dim);
+    const std::vector<float> qg = random(qg_n, -3.f, 3.f), k = random(k_n, -3.f, 3.f);
+    const std::vector<float>& qw =
+        weights.emplace_back(random(static_cast<size_t>(sh.head_dim), 0.5f, 1.5f));
+    const std::vector<float>& kw =
+        weights.emplace_back(random(static_cast<size_t>(sh.head_dim), 0.5f, 1.5f));
+    std::vector<int32_t> positions;
+    for (int64_t t = 0; t < sh.T; ++t) positions.push_back(static_cast<int32_t>(t * 65521 + 3));
+    // The CPU's values.
+    std::vector<float> qg_cpu = qg, k_cpu = k, q_cpu(q_n);
+    cpu_->qk_norm_rope(qg_cpu.data(), q_head_stride, sh.n_head, k_cpu.data(), sh.n_head_kv, sh.T,
+                       sh.head_dim, qw.data(), 1e-6f, kw.data(), 1e-5f, sh.rot_dims,
+                       positions.data(), 1e7, q_cpu.data());
+    // The GPU, fused and through the separate ops.
+    auto qg_fused = to_gpu(qg), k_fused = to_gpu(k), qg_ops = to_gpu(qg), k_ops = to_gpu(k);
+    auto q_fused = gpu_->alloc(q_n), q_ops = gpu_->alloc(q_n);
+    gpu_->qk_norm_rope(qg_fused->data(), q_head_stride, sh.n_head, k_fused->data(), sh.n_head_kv,
+                       sh.T, sh.head_dim, qw.data(), 1e-6f, kw.data(), 1e-5f, sh.rot_dims,
+                       positions.data(), 1e7, q_fused->data());
+    gpu_->Backend::qk_norm_rope(qg_ops->data(), q_head_stride, sh.n_head, k_ops->data(),
+                                sh.n_head_kv, sh.T, sh.head_dim, qw.data(), 1e-6f, kw.data(), 1e-5f,
+                                sh.rot_dims, positions.data(), 1e7, q_ops->data());
+    const std::vector<float> q_got = from_gpu(q_fused->data(), q_n);
+    const std::vector<float> k_got = from_gpu(k_fused->data(), k_n);
+    expect_close(from_gpu(q_ops->data(), q_n), q_got, what + ": queries, fused vs ops", 0.0);
+    expect_close(from_gpu(k_ops->data(), k_n), k_got, what + ": keys, fused vs ops", 0.0);
+    expect_close(q_cpu, q_got, what + ": queries vs cpu");
+    expect_close(k_cpu, k_got, what + ": keys vs cpu");
+    // The gates, between the query rows, are untouched.
+    if (sh.gates) {
+      const std::vector<float> qg_got = from_gpu(qg_fused->data(), qg_n);
+      for (size_t r = 0; r < static_cast<size_t>(sh.T * sh.n_head); ++r)
+        for (size_t i = 0; i < static_cast<size_t>(sh.head_dim); ++i) {
+          const size_t at = r * q_head_stride + static_cast<size_t>(sh.head_dim) + i;
+          ASSERT_EQ(qg_got[at], qg[at]) << what << ": gate " << r << "," << i;
+        }
+    }
+  }
+}
+
 // Paged attention and kv_store: paged_attention_test.cpp.
 
 TEST_F(CudaOps, ElementwiseOps) {

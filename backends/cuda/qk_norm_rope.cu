@@ -1,0 +1,110 @@
+// The query and key preparation of gated attention in one kernel (Backend::qk_norm_rope): per
+// head, the RMSNorm of norm.cu's norm_kernel and the rotation of rope.cu's rope_neox_kernel,
+// with their arithmetic in their order, so the results are the separate ops' bits. A decode
+// step's attention layer had five launches for this (two norms, two rotations, a copy of the
+// queries), each a few microseconds of latency on one token's few kilobytes.
+//
+// One block per (token, head) row, of the norm's thread count for head_dim; the normed row is
+// staged in shared memory so that the rotation's pairs (i, i + rot_dims / 2) can be read
+// whichever threads normed them.
+#include <algorithm>
+
+#include "common.cuh"
+#include "kernels.h"
+#include "launch.cuh"
+
+namespace hostlm::cuda {
+namespace {
+
+constexpr int kPerThread = 8;  // as norm.cu
+constexpr int kMaxThreads = 128;
+constexpr int kMaxHeadDim = kPerThread * kMaxThreads;
+
+struct QkArgs {
+  float* qg;
+  size_t q_head_stride;
+  int64_t n_head;
+  float* k;
+  int64_t n_head_kv;
+  int64_t head_dim;
+  const float *q_weight, *k_weight;
+  float q_eps, k_eps;
+  int64_t rot_dims;
+  const int32_t* positions;
+  double theta;
+  float* q_out;
+};
+
+__global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs a) {
+  pdl_begin();
+  __shared__ double scratch[kMaxThreads / 32];
+  __shared__ float row[kMaxHeadDim];
+  const int64_t t = blockIdx.x, h = blockIdx.y, n = a.head_dim;
+  const bool query = h < a.n_head;
+  const float* x = query ? a.qg + (t * a.n_head + h) * static_cast<int64_t>(a.q_head_stride)
+                         : a.k + (t * a.n_head_kv + (h - a.n_head)) * n;
+  float* dst =
+      query ? a.q_out + (t * a.n_head + h) * n : a.k + (t * a.n_head_kv + (h - a.n_head)) * n;
+  const float* weight = query ? a.q_weight : a.k_weight;
+  const float eps = query ? a.q_eps : a.k_eps;
+  const int64_t step = blockDim.x;
+  float v[kPerThread], wv[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t i = threadIdx.x + j * step;
+    v[j] = i < n ? x[i] : 0.f;
+    wv[j] = i < n ? weight[i] : 0.f;
+  }
+  double ss = 0.0;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) ss += double{v[j]} * v[j];
+  ss = block_sum(ss, scratch);
+  const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t i = threadIdx.x + j * step;
+    if (i < n) {
+      const float r = v[j] * inv * wv[j];
+      row[i] = r;
+      if (i >= a.rot_dims) dst[i] = r;
+    }
+  }
+  __syncthreads();
+  const int64_t half = a.rot_dims / 2;
+  for (int64_t i = threadIdx.x; i < half; i += step) {
+    const float x0 = row[i], x1 = row[i + half];
+    // Angles in double: at positions near 262144 a float32 product loses whole radians.
+    const double inv_freq = pow(a.theta, -2.0 * static_cast<double>(i) / a.rot_dims);
+    const double angle = static_cast<double>(a.positions[t]) * inv_freq;
+    const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
+    dst[i] = x0 * c - x1 * s;
+    dst[i + half] = x1 * c + x0 * s;
+  }
+}
+
+// norm.cu's thread count for a row of n.
+int threads_for(int64_t n) {
+  const int64_t want = (n + kPerThread - 1) / kPerThread;
+  return static_cast<int>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
+}
+
+}  // namespace
+
+cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float* k,
+                         int64_t n_head_kv, int64_t T, int64_t head_dim, const float* q_weight,
+                         float q_eps, const float* k_weight, float k_eps, int64_t rot_dims,
+                         const int32_t* positions, double theta, float* q_out,
+                         cudaStream_t stream) {
+  if (T == 0 || n_head + n_head_kv == 0) return cudaSuccess;
+  if (head_dim < 1 || head_dim > kMaxHeadDim || rot_dims < 0 || rot_dims > head_dim ||
+      rot_dims % 2 != 0 || T > 2147483647 || n_head + n_head_kv > kMaxGridY)
+    return cudaErrorInvalidValue;
+  const QkArgs a{qg,       q_head_stride, n_head, k,        n_head_kv, head_dim, q_weight,
+                 k_weight, q_eps,         k_eps,  rot_dims, positions, theta,    q_out};
+  launch_kernel(qk_norm_rope_kernel,
+                dim3(static_cast<unsigned>(T), static_cast<unsigned>(n_head + n_head_kv)),
+                threads_for(head_dim), 0, stream, a);
+  return cudaGetLastError();
+}
+
+}  // namespace hostlm::cuda

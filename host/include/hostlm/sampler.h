@@ -89,9 +89,9 @@ class Sampler {
 
  private:
   bool penalizing() const {
-    return params_.repeat_last_n > 0 && (params_.repeat_penalty != 1.f ||
-                                         params_.presence_penalty != 0.f ||
-                                         params_.frequency_penalty != 0.f);
+    return params_.repeat_last_n > 0 &&
+           (params_.repeat_penalty != 1.f || params_.presence_penalty != 0.f ||
+            params_.frequency_penalty != 0.f);
   }
   // The seen tokens, each once with its count, sorted by id; in seen_.
   void count_recent();
@@ -101,6 +101,9 @@ class Sampler {
   // Keeps the first `keep` candidates (weights, descending) that typical sampling keeps, in
   // the same order; returns how many.
   size_t typical_filter(size_t keep, double total);
+  // The ids below n whose logit a bias or penalty changes, sorted, with their adjusted
+  // logits; in adjusted_.
+  void collect_adjusted(std::span<const float> logits, int32_t n, bool penalize);
   // Picks a token without recording it; with a mask, only among the tokens it allows.
   int32_t pick(std::span<const float> logits, const TokenBitmask* mask);
   // Feeds `token` to the grammar; false (and nothing changes) when the grammar rejects it.
@@ -110,12 +113,13 @@ class Sampler {
   std::mt19937_64 rng_;
   // Reused between calls so that sampling allocates nothing once warmed up.
   std::vector<std::pair<float, int32_t>> candidates_;
-  std::vector<float> penalized_;  // greedy with a penalty: the adjusted logits
-  std::vector<int32_t> recent_;   // ring of the last repeat_last_n seen tokens
+  std::vector<float> penalized_;                     // greedy with a penalty: the adjusted logits
+  std::vector<std::pair<int32_t, float>> adjusted_;  // collect_adjusted
+  std::vector<int32_t> recent_;                      // ring of the last repeat_last_n seen tokens
   std::vector<int32_t> recent_sorted_;
-  std::vector<std::pair<int32_t, int>> seen_;   // token, count in the window
+  std::vector<std::pair<int32_t, int>> seen_;       // token, count in the window
   std::vector<std::pair<double, size_t>> typical_;  // reused by typical_filter
-  size_t recent_next_ = 0;  // where the ring writes next
+  size_t recent_next_ = 0;                          // where the ring writes next
   GrammarConstraint constraint_;
   std::optional<GrammarMatcher> matcher_;  // set when constraint_ has a grammar
   bool constraint_started_ = false;        // start_after has been picked (or is -1)

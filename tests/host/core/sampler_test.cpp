@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -184,6 +185,54 @@ TEST(Sampler, DirectTopKDrawsAsTheFullSort) {
         ASSERT_EQ(a.sample(logits), b.sample(logits))
             << "top_k " << top_k << (constrained ? " constrained" : "") << " draw " << i;
       }
+    }
+  }
+}
+
+TEST(Sampler, PenaltiesAndBiasesDrawAsLogitsAdjustedByHand) {
+  // A sampler with a bias and penalties must draw what one without them draws from logits the
+  // test adjusted itself (bias added, then the repeat penalty once and the presence and
+  // frequency penalties per the counts in the window): with top_k below the vocabulary (the
+  // one-pass top-k, which offers the adjusted ids apart) and above it (every candidate
+  // sorted), ties included (a coarse grid).
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> grid(-40, 40);
+  const size_t n = 3000;
+  std::vector<std::vector<float>> pool(4, std::vector<float>(n));
+  for (auto& logits : pool)
+    for (float& x : logits) x = 0.25f * static_cast<float>(grid(rng));
+  for (const int top_k : {40, 5000}) {
+    SamplerParams adjusting;
+    adjusting.top_k = top_k;
+    adjusting.seed = 21;
+    adjusting.repeat_penalty = 1.3f;
+    adjusting.presence_penalty = 0.4f;
+    adjusting.frequency_penalty = 0.2f;
+    adjusting.repeat_last_n = 8;
+    adjusting.logit_bias = {{7, 3.f}, {100, -INFINITY}, {2999, 1.5f}, {4000, 9.f}};
+    SamplerParams plain = adjusting;
+    plain.repeat_penalty = 1.f;
+    plain.presence_penalty = plain.frequency_penalty = 0.f;
+    plain.logit_bias.clear();
+    Sampler a(adjusting), b(plain);
+    std::vector<int32_t> window;  // the last repeat_last_n drawn
+    for (int i = 0; i < 300; ++i) {
+      std::vector<float> by_hand = pool[static_cast<size_t>(i) % pool.size()];
+      for (const auto& [t, bias] : adjusting.logit_bias)
+        if (static_cast<size_t>(t) < n) by_hand[static_cast<size_t>(t)] += bias;
+      std::map<int32_t, int> counts;
+      for (int32_t t : window) ++counts[t];
+      for (const auto& [t, count] : counts) {
+        float& x = by_hand[static_cast<size_t>(t)];
+        x = x > 0.f ? x / adjusting.repeat_penalty : x * adjusting.repeat_penalty;
+        x = x - static_cast<float>(count) * adjusting.frequency_penalty -
+            adjusting.presence_penalty;
+      }
+      const int32_t got = a.sample(pool[static_cast<size_t>(i) % pool.size()]);
+      ASSERT_EQ(got, b.sample(by_hand)) << "top_k " << top_k << " draw " << i;
+      window.push_back(got);
+      if (window.size() > static_cast<size_t>(adjusting.repeat_last_n))
+        window.erase(window.begin());
     }
   }
 }

@@ -15,11 +15,15 @@ namespace {
 
 using Candidate = std::pair<float, int32_t>;
 
-// The sampling order: the higher logit first, the lower id first among equals. An object,
-// not a function, so that the heap and sort algorithms inline it.
+// The sampling order: the higher logit first, the lower id first among equals, NaN after
+// everything (so that it is a strict order the sorts may rely on even then). An object, not a
+// function, so that the heap and sort algorithms inline it.
 struct Better {
   bool operator()(const Candidate& a, const Candidate& b) const {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
+    if (a.first > b.first) return true;
+    if (a.first == b.first) return a.second < b.second;
+    if (a.first < b.first) return false;
+    return std::isnan(a.first) ? std::isnan(b.first) && a.second < b.second : true;
   }
 };
 constexpr Better better;
@@ -45,7 +49,10 @@ class BestK {
  public:
   BestK(std::vector<Candidate>& out, size_t k) : out_(out), k_(k) { out_.clear(); }
   // Nothing below this logit can enter: the caller's cheap test before offer().
-  float floor() const { return out_.size() < k_ ? -INFINITY : out_.front().first; }
+  float floor() const {
+    if (out_.size() < k_ || std::isnan(out_.front().first)) return -INFINITY;
+    return out_.front().first;
+  }
   void offer(float logit, int32_t id) {
     if (out_.size() < k_) {
       out_.emplace_back(logit, id);
@@ -330,6 +337,8 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
   } else if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
     keep = static_cast<size_t>(params_.top_k);
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
+  } else if (params_.typical_p >= 1.f) {
+    return draw_from_all();
   } else {
     std::sort(candidates_.begin(), candidates_.end(), better);
   }
@@ -382,6 +391,88 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
     }
   }
   return picked;
+}
+
+int32_t Sampler::draw_from_all() {
+  const auto begin = candidates_.begin();
+  const size_t n = candidates_.size();
+  size_t sorted = 0;    // candidates_[0, sorted) are in order; every later one is worse
+  size_t weighted = 0;  // candidates_[0, weighted) hold weights instead of logits
+  auto sort_to = [&](size_t want) {
+    if (want <= sorted) return;
+    want = std::min(n, std::max({want, 4 * sorted, size_t{256}}));
+    if (want < n && want - sorted > 4096) {
+      std::nth_element(begin + static_cast<std::ptrdiff_t>(sorted),
+                       begin + static_cast<std::ptrdiff_t>(want), candidates_.end(), better);
+    } else if (want < n) {
+      // A few best by one pass through a heap (a few times faster than nth_element over
+      // pairs), then a partition at the worst of them.
+      BestK best(next_best_, want - sorted);
+      for (size_t i = sorted; i < n; ++i)
+        if (candidates_[i].first >= best.floor() || std::isnan(candidates_[i].first))
+          best.offer(candidates_[i].first, candidates_[i].second);
+      const Candidate last = next_best_.front();
+      std::partition(begin + static_cast<std::ptrdiff_t>(sorted), candidates_.end(),
+                     [&](const Candidate& c) { return !better(last, c); });
+    }
+    std::sort(begin + static_cast<std::ptrdiff_t>(sorted),
+              begin + static_cast<std::ptrdiff_t>(want), better);
+    sorted = want;
+  };
+  sort_to(1);
+  const float max_logit = candidates_[0].first;
+  if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
+  const float temperature = params_.temperature;
+  auto weight_of = [&](float logit) { return std::exp((logit - max_logit) / temperature); };
+  // Candidate i's weight, in sorted order.
+  auto weight = [&](size_t i) {
+    sort_to(i + 1);
+    for (; weighted <= i; ++weighted)
+      candidates_[weighted].first = weight_of(candidates_[weighted].first);
+    return candidates_[i].first;
+  };
+  // The sum of every weight, which top_p needs and the draw needs when nothing is dropped.
+  auto sum_of_all = [&] {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; ++i)
+      sum += i < weighted ? candidates_[i].first : weight_of(candidates_[i].first);
+    return sum;
+  };
+  double total = -1.0;  // not taken yet
+  size_t keep = n;
+  if (params_.top_p < 1.f) {
+    total = sum_of_all();
+    double mass = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      mass += weight(i) / total;
+      if (mass >= params_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += weight(i);
+  }
+  if (params_.min_p > 0.f) {
+    // The weights fall along the sorted order: the first is the best, and min_p keeps a
+    // prefix.
+    const float floor = params_.min_p * weight(0);
+    size_t kept = 0;
+    while (kept < keep && weight(kept) >= floor) ++kept;
+    if (kept < keep) {
+      keep = kept;
+      total = 0.0;
+      for (size_t i = 0; i < keep; ++i) total += weight(i);
+    }
+  }
+  if (total < 0.0) total = sum_of_all();
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  for (size_t i = 0; i < keep; ++i) {
+    r -= weight(i);
+    if (r <= 0.0) return candidates_[i].second;
+  }
+  return candidates_[keep - 1].second;
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {

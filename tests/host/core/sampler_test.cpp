@@ -237,6 +237,68 @@ TEST(Sampler, PenaltiesAndBiasesDrawAsLogitsAdjustedByHand) {
   }
 }
 
+// Without top-k the sampler sorts only as many candidates as top_p, min_p and the draw look
+// at. Its draws must be those of a plain full sort: this is that sort, for comparison.
+int32_t draw_after_full_sort(const std::vector<float>& logits, const SamplerParams& p,
+                             std::mt19937_64& rng) {
+  std::vector<std::pair<float, int32_t>> c;
+  for (size_t i = 0; i < logits.size(); ++i) c.emplace_back(logits[i], static_cast<int32_t>(i));
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  const float max_logit = c[0].first;
+  double total = 0.0;
+  for (auto& x : c) total += x.first = std::exp((x.first - max_logit) / p.temperature);
+  size_t keep = c.size();
+  if (p.top_p < 1.f) {
+    double mass = 0.0;
+    for (size_t i = 0; i < keep; ++i)
+      if ((mass += c[i].first / total) >= p.top_p) {
+        keep = i + 1;
+        break;
+      }
+    total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += c[i].first;
+  }
+  if (p.min_p > 0.f) {
+    size_t kept = 0;
+    while (kept < keep && c[kept].first >= p.min_p * c[0].first) ++kept;
+    if (kept < keep) {
+      keep = kept;
+      total = 0.0;
+      for (size_t i = 0; i < keep; ++i) total += c[i].first;
+    }
+  }
+  double r = std::uniform_real_distribution<double>(0.0, total)(rng);
+  for (size_t i = 0; i < keep; ++i)
+    if ((r -= c[i].first) <= 0.0) return c[i].second;
+  return c[keep - 1].second;
+}
+
+TEST(Sampler, WithoutTopKDrawsAsAFullSort) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> grid(-60, 60);
+  std::vector<std::vector<float>> pool(4, std::vector<float>(3000));
+  for (auto& logits : pool)
+    for (float& x : logits) x = 0.125f * static_cast<float>(grid(rng));
+  const std::pair<float, float> filters[] = {{0.9f, 0.f}, {1.f, 0.05f}, {0.95f, 0.02f}, {1.f, 0.f}};
+  for (const auto& [top_p, min_p] : filters) {
+    SamplerParams p;
+    p.top_k = 0;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.temperature = 0.7f;
+    p.seed = 5;
+    Sampler sampler(p);
+    std::mt19937_64 reference_rng(p.seed);
+    for (int i = 0; i < 200; ++i) {
+      const auto& logits = pool[static_cast<size_t>(i) % pool.size()];
+      ASSERT_EQ(sampler.sample(logits), draw_after_full_sort(logits, p, reference_rng))
+          << "top_p " << top_p << " min_p " << min_p << " draw " << i;
+    }
+  }
+}
+
 TEST(Sampler, GreedyPicksWhatMaxElementPicks) {
   // The greedy pick scans blocks of 64 logits and looks inside a block only when it holds
   // something at least as large as the best so far: ties (a coarse grid), a length that is

@@ -559,6 +559,12 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("qk_norm_rope");
     quant_->forget_acts();
     if (T == 0) return;
+    if (head_dim > cuda::kQkNormRopeMaxHeadDim || rot_dims < 0 || rot_dims > head_dim ||
+        rot_dims % 2 != 0)
+      throw Error("CUDA qk_norm_rope supports heads up to " +
+                  std::to_string(cuda::kQkNormRopeMaxHeadDim) +
+                  " wide with an even rotated part within them, not " + std::to_string(head_dim) +
+                  " with " + std::to_string(rot_dims) + " rotated");
     const float* qw = host_array(q_weight, static_cast<size_t>(head_dim));
     const float* kw = host_array(k_weight, static_cast<size_t>(head_dim));
     const int32_t* device_positions =

@@ -56,7 +56,8 @@ cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, 
                            int64_t dv, float eps, float* out, cudaStream_t stream,
                            Int8ActsOut acts = {});
 
-// qk_norm_rope.cu: Backend::qk_norm_rope (positions on the device); head_dim <= 1024.
+// qk_norm_rope.cu: Backend::qk_norm_rope (positions on the device).
+constexpr int64_t kQkNormRopeMaxHeadDim = 1024;
 cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float* k,
                          int64_t n_head_kv, int64_t T, int64_t head_dim, const float* q_weight,
                          float q_eps, const float* k_weight, float k_eps, int64_t rot_dims,

@@ -19,6 +19,7 @@ namespace {
 constexpr int kPerThread = 8;  // as norm.cu
 constexpr int kMaxThreads = 128;
 constexpr int kMaxHeadDim = kPerThread * kMaxThreads;
+static_assert(kMaxHeadDim == kQkNormRopeMaxHeadDim);
 
 struct QkArgs {
   float* qg;

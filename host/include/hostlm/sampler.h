@@ -104,12 +104,13 @@ class Sampler {
   // The ids below n whose logit a bias or penalty changes, sorted, with their adjusted
   // logits; in adjusted_.
   void collect_adjusted(std::span<const float> logits, int32_t n, bool penalize);
-  // The draw over every candidate of candidates_ (no top-k, no typical filter) without
-  // sorting them all: they come into sorted order a growing prefix at a time, only as far as
-  // top_p, min_p and the draw walk. The same candidates in the same order as a full sort;
-  // only the sum of all weights is taken in another order. A full sort of 248K candidates
-  // took tens of milliseconds per token.
-  int32_t draw_from_all();
+  // top_p, min_p and the draw over candidates_[0, n), of which [0, sorted) are in sampling
+  // order and every later one worse, and [0, weighted) hold weights (logits beyond); total:
+  // their sum, or negative when not taken yet. Candidates come into order a growing prefix
+  // at a time, only as far as top_p, min_p and the draw walk, so that without top-k not all
+  // 248K of them are sorted (that took tens of milliseconds per token); the draws are a full
+  // sort's, and the sum of all weights, where needed, is taken in the array's order.
+  int32_t draw(size_t n, size_t sorted, size_t weighted, double total);
   // Picks a token without recording it; with a mask, only among the tokens it allows.
   int32_t pick(std::span<const float> logits, const TokenBitmask* mask);
   // Feeds `token` to the grammar; false (and nothing changes) when the grammar rejects it.

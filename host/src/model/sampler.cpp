@@ -332,16 +332,17 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
   }
   if (candidates_.empty()) return -1;
   size_t keep = candidates_.size();
-  if (direct_top_k) {
-    // BestK left them sorted.
-  } else if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
+  if (direct_top_k) return draw(keep, keep, 0, -1.0);  // BestK left them sorted
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
     keep = static_cast<size_t>(params_.top_k);
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
+    if (params_.typical_p >= 1.f) return draw(keep, keep, 0, -1.0);
   } else if (params_.typical_p >= 1.f) {
-    return draw_from_all();
+    return draw(keep, 0, 0, -1.0);
   } else {
     std::sort(candidates_.begin(), candidates_.end(), better);
   }
+  // Typical sampling needs every kept weight and their entropy first.
   const float max_logit = candidates_[0].first;
   if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
   double total = 0.0;
@@ -349,61 +350,21 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
     candidates_[i].first = std::exp((candidates_[i].first - max_logit) / params_.temperature);
     total += candidates_[i].first;
   }
-  if (params_.typical_p < 1.f) {
-    keep = typical_filter(keep, total);
-    total = 0.0;
-    for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
-  }
-  if (params_.top_p < 1.f) {
-    double mass = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-      mass += candidates_[i].first / total;
-      if (mass >= params_.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-    total = 0.0;
-    for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
-  }
-  if (params_.min_p > 0.f) {
-    // Relative to the most likely token left (after typical sampling, maybe not the first
-    // candidate's exp(0) = 1).
-    float best = 0.f;
-    for (size_t i = 0; i < keep; ++i) best = std::max(best, candidates_[i].first);
-    size_t kept = 0;
-    for (size_t i = 0; i < keep; ++i)
-      if (candidates_[i].first >= params_.min_p * best) candidates_[kept++] = candidates_[i];
-    if (kept < keep) {
-      keep = kept;
-      total = 0.0;
-      for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
-    }
-  }
-  std::uniform_real_distribution<double> uniform(0.0, total);
-  double r = uniform(rng_);
-  picked = candidates_[keep - 1].second;
-  for (size_t i = 0; i < keep; ++i) {
-    r -= candidates_[i].first;
-    if (r <= 0.0) {
-      picked = candidates_[i].second;
-      break;
-    }
-  }
-  return picked;
+  keep = typical_filter(keep, total);
+  total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += candidates_[i].first;
+  return draw(keep, keep, keep, total);
 }
 
-int32_t Sampler::draw_from_all() {
+int32_t Sampler::draw(size_t n, size_t sorted, size_t weighted, double total) {
   const auto begin = candidates_.begin();
-  const size_t n = candidates_.size();
-  size_t sorted = 0;    // candidates_[0, sorted) are in order; every later one is worse
-  size_t weighted = 0;  // candidates_[0, weighted) hold weights instead of logits
+  const auto end = begin + static_cast<std::ptrdiff_t>(n);
   auto sort_to = [&](size_t want) {
     if (want <= sorted) return;
     want = std::min(n, std::max({want, 4 * sorted, size_t{256}}));
     if (want < n && want - sorted > 4096) {
       std::nth_element(begin + static_cast<std::ptrdiff_t>(sorted),
-                       begin + static_cast<std::ptrdiff_t>(want), candidates_.end(), better);
+                       begin + static_cast<std::ptrdiff_t>(want), end, better);
     } else if (want < n) {
       // A few best by one pass through a heap (a few times faster than nth_element over
       // pairs), then a partition at the worst of them.
@@ -412,16 +373,20 @@ int32_t Sampler::draw_from_all() {
         if (candidates_[i].first >= best.floor() || std::isnan(candidates_[i].first))
           best.offer(candidates_[i].first, candidates_[i].second);
       const Candidate last = next_best_.front();
-      std::partition(begin + static_cast<std::ptrdiff_t>(sorted), candidates_.end(),
+      std::partition(begin + static_cast<std::ptrdiff_t>(sorted), end,
                      [&](const Candidate& c) { return !better(last, c); });
     }
     std::sort(begin + static_cast<std::ptrdiff_t>(sorted),
               begin + static_cast<std::ptrdiff_t>(want), better);
     sorted = want;
   };
-  sort_to(1);
-  const float max_logit = candidates_[0].first;
-  if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
+  // With weights given (weighted == n), logits are never read again.
+  float max_logit = 0.f;
+  if (weighted == 0) {
+    sort_to(1);
+    max_logit = candidates_[0].first;
+    if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
+  }
   const float temperature = params_.temperature;
   auto weight_of = [&](float logit) { return std::exp((logit - max_logit) / temperature); };
   // Candidate i's weight, in sorted order.
@@ -438,10 +403,9 @@ int32_t Sampler::draw_from_all() {
       sum += i < weighted ? candidates_[i].first : weight_of(candidates_[i].first);
     return sum;
   };
-  double total = -1.0;  // not taken yet
   size_t keep = n;
   if (params_.top_p < 1.f) {
-    total = sum_of_all();
+    if (total < 0.0) total = sum_of_all();
     double mass = 0.0;
     for (size_t i = 0; i < keep; ++i) {
       mass += weight(i) / total;
@@ -454,8 +418,8 @@ int32_t Sampler::draw_from_all() {
     for (size_t i = 0; i < keep; ++i) total += weight(i);
   }
   if (params_.min_p > 0.f) {
-    // The weights fall along the sorted order: the first is the best, and min_p keeps a
-    // prefix.
+    // The weights fall along the sorted order (typical sampling keeps it): the first is the
+    // best left, and min_p keeps a prefix.
     const float floor = params_.min_p * weight(0);
     size_t kept = 0;
     while (kept < keep && weight(kept) >= floor) ++kept;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -195,10 +196,15 @@ struct Engine::Impl {
     }
   };
 
-  // Helpers for parallel sampling: the cores beyond the scheduler's, at most 7.
+  // Helpers for parallel sampling: the cores beyond the scheduler's, at most 15, since the
+  // accelerator waits while the step's tokens are drawn (64 streams on a 16-core H200 host:
+  // 15 helpers instead of 7 cut that wait from 1.6-1.8 to 0.9-1.0 ms a step).
+  // HOSTLM_SAMPLER_THREADS=N sets their number (0: the scheduler draws every token).
   static size_t sampler_threads() {
+    if (const char* env = std::getenv("HOSTLM_SAMPLER_THREADS"); env && *env)
+      return static_cast<size_t>(std::clamp(std::atoi(env), 0, 63));
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    return std::min<size_t>(cores - 1, 7);
+    return std::min<size_t>(cores - 1, 15);
   }
   Clock::time_point published_at;
 

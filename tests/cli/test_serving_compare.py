@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/device/run_serving_compare.sh and serving_load.py on the tiny model (CPU, a few
 tokens), so the side-by-side serving benchmark cannot rot: the script must finish, every
-request must succeed and be counted, and the summary must hold a row per stream count."""
+request must succeed and be counted, the summary must hold a row per stream count, and the
+cached-prefix timing must give its rows."""
 
 import json
 import os
@@ -24,7 +25,8 @@ def free_port():
 def main():
     with tempfile.TemporaryDirectory() as results:
         env = dict(os.environ, BACKEND="cpu", STREAMS="1,3", NPROMPT="12", NGEN="4",
-                   VOCAB="2000", RESULTS=results, PORT=str(free_port()))
+                   VOCAB="2000", RESULTS=results, PORT=str(free_port()), PREFIX_TTFT="40",
+                   PREFIX_NEW="4")
         env.pop("OUT", None)
         run = subprocess.run(
             ["bash", str(SOURCE / "tools/device/run_serving_compare.sh"),
@@ -39,6 +41,11 @@ def main():
             assert r["errors"] == 0, r
             assert 1 * r["streams"] <= r["tokens"] <= 4 * r["streams"], r
             assert r["aggregate_ts"] > 0 and r["ttft_max_ms"] >= r["ttft_mean_ms"] > 0, r
+        prefix = json.loads((pathlib.Path(results) / "hostlm-prefix.json").read_text())
+        assert len(prefix) == 3, prefix
+        for r in prefix:
+            assert (r["prefix"], r["new"]) == (40, 4) and r["cold_ms"] > 0, r
+            assert r["cached_ttft_ms"] > 0, r
         summary = (pathlib.Path(results) / "summary.md").read_text()
         assert "| 1 |" in summary and "| 3 |" in summary, summary
     print("serving compare dry run: ok")

@@ -13,6 +13,10 @@
 #   LLAMA_BIN=DIR       llama.cpp's build/bin with llama-server (built outside the repo)
 #   LLAMA_ARGS="..."    extra llama-server options (default: -ngl 99 -fa on --kv-unified)
 #   PORT=18600          hostlm listens there, llama-server on PORT+1
+#   PREFIX_TTFT=8192    also time a cached prefix of this many tokens plus PREFIX_NEW=32
+#                       (serving_load.py --prefix-ttft; slots then hold that much too)
+#   LLAMA_WAIT=0        seconds to wait for LLAMA_BIN/llama-server to appear (a build still
+#                       running while hostlm is measured)
 #   RESULTS=DIR         (default: $OUT when set, else /tmp/hostlm-serving-compare)
 # Both servers get one slot per stream of the largest count and room for a whole request in
 # each slot; any failing step stops the script with its line and the server's log.
@@ -37,9 +41,14 @@ mkdir -p "$results"
 export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [ -x "$hostlm" ] || { echo "no $hostlm: build first" >&2; exit 1; }
 max_streams=$(tr ',' '\n' <<< "$streams" | sort -n | tail -1)
+prefix_ttft=${PREFIX_TTFT:-0}
+prefix_new=${PREFIX_NEW:-32}
+llama_wait=${LLAMA_WAIT:-0}
 per_request=$((n_prompt + n_gen + 64))
+[ "$prefix_ttft" -gt 0 ] && [ $((prefix_ttft + prefix_new + 64)) -gt $per_request ] &&
+  per_request=$((prefix_ttft + prefix_new + 64))
 load=(python3 "$root/tools/device/serving_load.py" --streams "$streams" --prompt-tokens "$n_prompt"
-      --gen "$n_gen" --vocab "$vocab")
+      --gen "$n_gen" --vocab "$vocab" --prefix-ttft "$prefix_ttft" --prefix-new "$prefix_new")
 server_pid=
 
 stop_server() {
@@ -77,10 +86,15 @@ echo "== hostlm serve ($backend), $max_streams slots of $per_request tokens"
 server_pid=$!
 wait_ready "http://127.0.0.1:$port/v1/models" "$results/hostlm-serve.log"
 "${load[@]}" --url "http://127.0.0.1:$port" --model "$model" --label hostlm \
-  --json "$results/hostlm.json" | tee "$results/hostlm.md"
+  --json "$results/hostlm.json" --prefix-json "$results/hostlm-prefix.json" |
+  tee "$results/hostlm.md"
 stop_server
 
 if [ -n "$llama_bin" ]; then
+  for _ in $(seq 1 "$llama_wait"); do
+    [ -x "$llama_bin/llama-server" ] && break
+    sleep 1
+  done
   [ -x "$llama_bin/llama-server" ] || { echo "LLAMA_BIN=$llama_bin: no llama-server" >&2; exit 1; }
   echo "== llama-server ($llama_args), $max_streams slots of $per_request tokens"
   # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
@@ -90,7 +104,8 @@ if [ -n "$llama_bin" ]; then
   server_pid=$!
   wait_ready "http://127.0.0.1:$((port + 1))/health" "$results/llama-server.log"
   "${load[@]}" --url "http://127.0.0.1:$((port + 1))" --model "$(basename "$model")" \
-    --label llama-server --json "$results/llama.json" | tee "$results/llama.md"
+    --label llama-server --json "$results/llama.json" --prefix-json "$results/llama-prefix.json" |
+    tee "$results/llama.md"
   stop_server
 fi
 
@@ -109,4 +124,14 @@ for r in ours:
     ratio = f"{r['aggregate_ts'] / t['aggregate_ts']:.2f}" if t and "aggregate_ts" in t and "aggregate_ts" in r else "-"
     print(f"| {r['streams']} | {fmt(r, 'aggregate_ts')} | {fmt(t, 'aggregate_ts')} | {ratio} | "
           f"{fmt(r, 'ttft_mean_ms')} | {fmt(t, 'ttft_mean_ms')} |")
+prefix = [(name, json.loads((results / f).read_text()))
+          for name, f in (("hostlm", "hostlm-prefix.json"), ("llama-server", "llama-prefix.json"))
+          if (results / f).exists()]
+if prefix:
+    print("\n| server | cached prefix | new tokens | cold prefix ms (mean) | TTFT ms, prefix cached (each) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, rows in prefix:
+        cold = sum(r["cold_ms"] for r in rows) / len(rows)
+        cached = " / ".join(f"{r['cached_ttft_ms']:,.1f}" for r in rows)
+        print(f"| {name} | {rows[0]['prefix']} | {rows[0]['new']} | {cold:,.1f} | {cached} |")
 EOF

@@ -14,10 +14,15 @@ final usage record (else from the streamed chunks). Reported per N:
                   own rate; empty when there is no such window
   TTFT            mean and max over the requests
 One short request goes first so that a server loading the model on demand is not timed.
+With --prefix-ttft P, afterwards, --prefix-reps times: a random P-token prompt alone (its cold
+time to the first token), then the same prompt plus --prefix-new tokens, whose time to the
+first token is what a server's prompt cache is for (one token asked each time; the time is
+to the end of that answer).
 
   serving_load.py --url http://127.0.0.1:PORT --model NAME [--streams 1,8,32,64]
                   [--prompt-tokens 512] [--gen 128] [--vocab 200000] [--label hostlm]
                   [--api-key KEY] [--json OUT.json]
+                  [--prefix-ttft 8192 --prefix-new 32 --prefix-reps 3 --prefix-json OUT.json]
 
 Only the standard library, so it runs on the lent GPU machine as it is.
 """
@@ -54,6 +59,7 @@ class Stream:
             "model": self.args.model, "prompt": self.prompt, "max_tokens": self.args.gen,
             "stream": True, "stream_options": {"include_usage": True}, "temperature": 0.8,
             "top_k": 40, "top_p": 0.9, "ignore_eos": True, "seed": random.randrange(1 << 30),
+            "cache_prompt": True,
         })
         headers = {"Content-Type": "application/json"}
         if self.args.api_key:
@@ -121,6 +127,29 @@ def run_count(args, n, rng):
     return row
 
 
+def one_token_ms(args, prompt):
+    """Milliseconds from sending `prompt` to the end of a one-token answer."""
+    one = argparse.Namespace(**{**vars(args), "gen": 1})
+    stream = Stream(one, prompt, threading.Barrier(1))
+    stream.run()
+    if stream.error:
+        raise RuntimeError(stream.error)
+    return 1e3 * (stream.end - stream.sent)
+
+
+def prefix_ttft(args, rng):
+    """Cold prefix, then prefix plus new tokens, --prefix-reps times with fresh prompts."""
+    rows = []
+    for _ in range(args.prefix_reps):
+        prefix = [rng.randrange(args.vocab_floor, args.vocab) for _ in range(args.prefix_ttft)]
+        new = [rng.randrange(args.vocab_floor, args.vocab) for _ in range(args.prefix_new)]
+        cold = one_token_ms(args, prefix)
+        cached = one_token_ms(args, prefix + new)
+        rows.append({"label": args.label, "prefix": args.prefix_ttft, "new": args.prefix_new,
+                     "cold_ms": cold, "cached_ttft_ms": cached})
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True)
@@ -136,6 +165,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--prefix-ttft", type=int, default=0,
+                    help="then time a cached prefix of this many tokens plus --prefix-new")
+    ap.add_argument("--prefix-new", type=int, default=32)
+    ap.add_argument("--prefix-reps", type=int, default=3)
+    ap.add_argument("--prefix-json", help="write the cached-prefix rows here")
     args = ap.parse_args()
     if args.prompt_tokens < 1 or args.gen < 1 or args.vocab <= args.vocab_floor:
         ap.error("need --prompt-tokens >= 1, --gen >= 1 and --vocab > --vocab-floor")
@@ -164,6 +198,16 @@ def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=2)
+    if args.prefix_ttft > 0:
+        prefix_rows = prefix_ttft(args, rng)
+        print(f"\n| server | cached prefix | new tokens | cold prefix ms | TTFT ms, prefix cached |")
+        print("|---|---:|---:|---:|---:|")
+        for r in prefix_rows:
+            print(f"| {args.label} | {r['prefix']} | {r['new']} | {r['cold_ms']:,.1f} | "
+                  f"{r['cached_ttft_ms']:,.1f} |", flush=True)
+        if args.prefix_json:
+            with open(args.prefix_json, "w", encoding="utf-8") as f:
+                json.dump(prefix_rows, f, indent=2)
     return 1 if any(r["errors"] for r in rows) else 0
 
 

@@ -2,7 +2,7 @@
 """tools/device/run_serving_compare.sh and serving_load.py on the tiny model (CPU, a few
 tokens), so the side-by-side serving benchmark cannot rot: the script must finish, every
 request must succeed and be counted, the summary must hold a row per stream count, and the
-cached-prefix timing must give its rows."""
+cached-prefix timing must give its rows, the second request of each reusing the prefix."""
 
 import json
 import os
@@ -46,6 +46,9 @@ def main():
         for r in prefix:
             assert (r["prefix"], r["new"]) == (40, 4) and r["cold_ms"] > 0, r
             assert r["cached_ttft_ms"] > 0, r
+            # A fresh random prompt reuses nothing; the same one plus new tokens reuses all of
+            # it (the engine keeps a state snapshot at the end of every prompt).
+            assert r["cold_reused"] == 0 and r["reused"] == 40, r
         summary = (pathlib.Path(results) / "summary.md").read_text()
         assert "| 1 |" in summary and "| 3 |" in summary, summary
     print("serving compare dry run: ok")

@@ -128,10 +128,10 @@ prefix = [(name, json.loads((results / f).read_text()))
           for name, f in (("hostlm", "hostlm-prefix.json"), ("llama-server", "llama-prefix.json"))
           if (results / f).exists()]
 if prefix:
-    print("\n| server | cached prefix | new tokens | cold prefix ms (mean) | TTFT ms, prefix cached (each) |")
-    print("|---|---:|---:|---:|---:|")
+    print("\n| server | cached prefix | new tokens | cold prefix ms (each) | TTFT ms, prefix cached (each) | tokens reused (each) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, rows in prefix:
-        cold = sum(r["cold_ms"] for r in rows) / len(rows)
-        cached = " / ".join(f"{r['cached_ttft_ms']:,.1f}" for r in rows)
-        print(f"| {name} | {rows[0]['prefix']} | {rows[0]['new']} | {cold:,.1f} | {cached} |")
+        each = lambda k: " / ".join("-" if r.get(k) is None else f"{r[k]:,.1f}" if isinstance(r[k], float) else str(r[k]) for r in rows)
+        print(f"| {name} | {rows[0]['prefix']} | {rows[0]['new']} | {each('cold_ms')} | "
+              f"{each('cached_ttft_ms')} | {each('reused')} |")
 EOF

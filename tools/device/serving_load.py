@@ -17,7 +17,8 @@ One short request goes first so that a server loading the model on demand is not
 With --prefix-ttft P, afterwards, --prefix-reps times: a random P-token prompt alone (its cold
 time to the first token), then the same prompt plus --prefix-new tokens, whose time to the
 first token is what a server's prompt cache is for (one token asked each time; the time is
-to the end of that answer).
+to the end of that answer), with the prompt tokens the server reports reusing
+(usage.prompt_tokens_details.cached_tokens, or llama-server's timings.cache_n).
 
   serving_load.py --url http://127.0.0.1:PORT --model NAME [--streams 1,8,32,64]
                   [--prompt-tokens 512] [--gen 128] [--vocab 200000] [--label hostlm]
@@ -51,6 +52,7 @@ class Stream:
         self.args, self.prompt, self.barrier = args, prompt, start_barrier
         self.sent = self.first = self.end = None
         self.tokens = 0
+        self.cached = None  # prompt tokens the server reports reusing, where it says
         self.error = None
 
     def run(self):
@@ -84,6 +86,11 @@ class Stream:
                 event = json.loads(data)
                 if event.get("usage"):
                     usage = event["usage"]
+                    details = usage.get("prompt_tokens_details") or {}
+                    if "cached_tokens" in details:
+                        self.cached = int(details["cached_tokens"])
+                if isinstance(event.get("timings"), dict) and "cache_n" in event["timings"]:
+                    self.cached = int(event["timings"]["cache_n"])  # llama-server's report
                 for choice in event.get("choices") or []:
                     if choice.get("text"):
                         if self.first is None:
@@ -127,14 +134,15 @@ def run_count(args, n, rng):
     return row
 
 
-def one_token_ms(args, prompt):
-    """Milliseconds from sending `prompt` to the end of a one-token answer."""
+def one_token(args, prompt):
+    """Milliseconds from sending `prompt` to the end of a one-token answer, and the prompt
+    tokens the server reports taking from its cache (None when it does not say)."""
     one = argparse.Namespace(**{**vars(args), "gen": 1})
     stream = Stream(one, prompt, threading.Barrier(1))
     stream.run()
     if stream.error:
         raise RuntimeError(stream.error)
-    return 1e3 * (stream.end - stream.sent)
+    return 1e3 * (stream.end - stream.sent), stream.cached
 
 
 def prefix_ttft(args, rng):
@@ -143,10 +151,11 @@ def prefix_ttft(args, rng):
     for _ in range(args.prefix_reps):
         prefix = [rng.randrange(args.vocab_floor, args.vocab) for _ in range(args.prefix_ttft)]
         new = [rng.randrange(args.vocab_floor, args.vocab) for _ in range(args.prefix_new)]
-        cold = one_token_ms(args, prefix)
-        cached = one_token_ms(args, prefix + new)
+        cold, cold_reused = one_token(args, prefix)
+        cached, reused = one_token(args, prefix + new)
         rows.append({"label": args.label, "prefix": args.prefix_ttft, "new": args.prefix_new,
-                     "cold_ms": cold, "cached_ttft_ms": cached})
+                     "cold_ms": cold, "cached_ttft_ms": cached, "cold_reused": cold_reused,
+                     "reused": reused})
     return rows
 
 
@@ -200,11 +209,13 @@ def main():
             json.dump(rows, f, indent=2)
     if args.prefix_ttft > 0:
         prefix_rows = prefix_ttft(args, rng)
-        print(f"\n| server | cached prefix | new tokens | cold prefix ms | TTFT ms, prefix cached |")
-        print("|---|---:|---:|---:|---:|")
+        print(f"\n| server | cached prefix | new tokens | cold prefix ms | TTFT ms, prefix cached "
+              f"| tokens reused |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in prefix_rows:
+            reused = "-" if r["reused"] is None else r["reused"]
             print(f"| {args.label} | {r['prefix']} | {r['new']} | {r['cold_ms']:,.1f} | "
-                  f"{r['cached_ttft_ms']:,.1f} |", flush=True)
+                  f"{r['cached_ttft_ms']:,.1f} | {reused} |", flush=True)
         if args.prefix_json:
             with open(args.prefix_json, "w", encoding="utf-8") as f:
                 json.dump(prefix_rows, f, indent=2)

@@ -1,6 +1,7 @@
 #include "hostlm/engine.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "engine/memory_plan.h"
@@ -201,8 +203,15 @@ struct Engine::Impl {
   // 15 helpers instead of 7 cut that wait from 1.6-1.8 to 0.9-1.0 ms a step).
   // HOSTLM_SAMPLER_THREADS=N sets their number (0: the scheduler draws every token).
   static size_t sampler_threads() {
-    if (const char* env = std::getenv("HOSTLM_SAMPLER_THREADS"); env && *env)
-      return static_cast<size_t>(std::clamp(std::atoi(env), 0, 63));
+    if (const char* env = std::getenv("HOSTLM_SAMPLER_THREADS"); env && *env) {
+      const std::string_view text(env);
+      int n = -1;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (error != std::errc{} || end != text.data() + text.size() || n < 0 || n > 63)
+        throw Error("HOSTLM_SAMPLER_THREADS must be a whole number from 0 to 63, not '" +
+                    std::string(text) + "'");
+      return static_cast<size_t>(n);
+    }
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
     return std::min<size_t>(cores - 1, 15);
   }

@@ -1,5 +1,7 @@
 // Given a tiny Qwen3.5 model, the engine serves several requests at once with the same
 // results each would get alone, bounds its queue, and cancels cleanly.
+#include "hostlm/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,9 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <string>
 #include <thread>
 
-#include "hostlm/engine.h"
+#include "hostlm/error.h"
 #include "hostlm/model_loader.h"
 
 namespace hostlm {
@@ -28,7 +31,8 @@ std::vector<int32_t> greedy_alone(Model& model, const std::vector<int32_t>& prom
   model.eval(*seq, prompt, false, logits);
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
-    const int32_t t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t t =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     out.push_back(t);
     if (i + 1 < n) model.eval(*seq, std::span<const int32_t>(&t, 1), false, logits);
   }
@@ -95,6 +99,40 @@ TEST_F(EngineTest, StopTokenEndsGeneration) {
   EXPECT_EQ(r.tokens.size(), static_cast<size_t>(first_stop + 1));
 }
 
+// HOSTLM_SAMPLER_THREADS sets the sampling helpers: 0 draws on the scheduler alone, with the
+// same tokens; a value that is not a whole number from 0 to 63 is an error naming it.
+TEST_F(EngineTest, SamplerThreadsComeFromTheEnvironmentOrAreAnError) {
+  const char* before = std::getenv("HOSTLM_SAMPLER_THREADS");
+  const std::string saved = before ? before : "";
+  struct Restore {
+    bool had;  // getenv's pointer may not outlive the setenv calls below
+    std::string saved;
+    ~Restore() {
+      if (had)
+        ::setenv("HOSTLM_SAMPLER_THREADS", saved.c_str(), 1);
+      else
+        ::unsetenv("HOSTLM_SAMPLER_THREADS");
+    }
+  } restore{before != nullptr, saved};
+  for (const char* bad : {"abc", "4x", "-1", "64", " 3"}) {
+    ::setenv("HOSTLM_SAMPLER_THREADS", bad, 1);
+    try {
+      Engine engine(loaded.model(), {});
+      ADD_FAILURE() << "HOSTLM_SAMPLER_THREADS='" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("HOSTLM_SAMPLER_THREADS"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  ::setenv("HOSTLM_SAMPLER_THREADS", "0", 1);
+  EngineOptions options;
+  options.kv_type = DType::F32;  // as the reference path
+  Engine engine(loaded.model(), options);
+  const std::vector<int32_t> prompt = {1, 17, 42, 1999, 5, 5, 300};
+  EXPECT_EQ(engine.generate(greedy(prompt, 12)).tokens, greedy_alone(loaded.model(), prompt, 12));
+}
+
 TEST_F(EngineTest, FullQueueIsBusyAndBadRequestsAreErrors) {
   EngineOptions options;
   options.max_sequences = 1;
@@ -132,7 +170,13 @@ TEST_F(EngineTest, CancelStopsRunningAndQueuedRequests) {
     cv.notify_one();
   };
   std::atomic<int> seen{0};
-  const auto running = engine.submit(greedy({1, 2, 3}, 500), [&](int32_t) { ++seen; return true; }, record);
+  const auto running = engine.submit(
+      greedy({1, 2, 3}, 500),
+      [&](int32_t) {
+        ++seen;
+        return true;
+      },
+      record);
   const auto queued = engine.submit(greedy({4, 5, 6}, 500), nullptr, record);
   while (seen < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   engine.cancel(queued);
@@ -149,13 +193,14 @@ TEST_F(EngineTest, CallbackReturningFalseCancels) {
   std::condition_variable cv;
   GenerationResult out;
   bool done = false;
-  engine.submit(greedy({1, 2, 3}, 100), [&](int32_t) { return ++calls < 3; },
-                [&](const GenerationResult& r) {
-                  std::lock_guard<std::mutex> lock(m);
-                  out = r;
-                  done = true;
-                  cv.notify_one();
-                });
+  engine.submit(
+      greedy({1, 2, 3}, 100), [&](int32_t) { return ++calls < 3; },
+      [&](const GenerationResult& r) {
+        std::lock_guard<std::mutex> lock(m);
+        out = r;
+        done = true;
+        cv.notify_one();
+      });
   std::unique_lock<std::mutex> lock(m);
   cv.wait(lock, [&] { return done; });
   EXPECT_EQ(out.done_reason, "cancelled");

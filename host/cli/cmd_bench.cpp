@@ -330,7 +330,10 @@ void add_bench_command(CLI::App& app) {
         for (int n : gens) max_new = std::max(max_new, n);
         pool = std::make_unique<KvPagePool>(*model.backend(), layout, kv,
                                             pages(max_depth) + pages(max_new) + 2);
-        slots = std::make_unique<RecurrentStateSlots>(*model.backend(), layout, 2);
+        // A second recurrent-state slot only holds the depth prefix each run starts from; at
+        // depth 0 it would be memory llama-bench does not hold (150 MiB on the 27B shape).
+        slots =
+            std::make_unique<RecurrentStateSlots>(*model.backend(), layout, max_depth > 0 ? 2 : 1);
       }
       auto sequence_at = [&](int depth) -> std::unique_ptr<Sequence> {
         if (!paged) {

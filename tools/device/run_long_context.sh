@@ -55,6 +55,10 @@ raw=$work/raw-$size-$ctx-$backend  # kept between runs; copied to $results/raw
 mkdir -p "$work" "$results" "$raw"
 [ -x "$hostlm" ] || { echo "no $hostlm: build first (cmake --build $build)" >&2; exit 1; }
 if [ "$n_gen" -lt 1 ] || [ "$ctx" -le "$n_gen" ]; then echo "need CTX > NGEN >= 1" >&2; exit 1; fi
+# The file step and the summary read GGUF with the gguf package: checked before any step runs,
+# so a long run does not end in a traceback after its measurements.
+python3 -c "import gguf" 2> /dev/null ||
+  { echo "run_long_context.sh needs the gguf Python package (pip install gguf, or its gguf-py folder on PYTHONPATH)" >&2; exit 1; }
 if [ -n "$llama_bin" ]; then
   [ -x "$llama_bin/llama-bench" ] || { echo "LLAMA_BIN=$llama_bin: no llama-bench there" >&2; exit 1; }
 fi

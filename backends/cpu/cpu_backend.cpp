@@ -15,6 +15,7 @@
 #include "cpu/paged_kv.h"
 #include "cpu/quants/qgemm.h"
 #include "cpu/thread_pool.h"
+#include "hostlm/best_logits.h"
 #include "hostlm/error.h"
 
 namespace hostlm::cpu {
@@ -88,6 +89,12 @@ class CpuBackend final : public Backend {
     std::memcpy(dst, src, n * sizeof(float));
   }
   void fill(float* dst, float value, size_t n) override { std::fill(dst, dst + n, value); }
+  void best_logits_rows(std::span<float* const> values, std::span<int32_t* const> ids,
+                        const float* src, size_t n, size_t k) override {
+    if (ids.size() != values.size()) throw Error("best_logits_rows: as many id rows as value rows");
+    for (size_t i = 0; i < values.size(); ++i)
+      best_logits(std::span<const float>(src + i * n, n), k, values[i], ids[i]);
+  }
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override {
     for (int64_t r = 0; r < rows; ++r)

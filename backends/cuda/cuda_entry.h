@@ -10,7 +10,7 @@ class Backend;
 
 // Bump whenever these signatures or the Backend interface in hostlm/ops.h change, so that a
 // stale libhostlm_cuda.so is refused instead of called through a mismatched vtable.
-#define HOSTLM_CUDA_ABI_VERSION 4
+#define HOSTLM_CUDA_ABI_VERSION 5
 
 extern "C" {
 int hostlm_cuda_abi_version(void);

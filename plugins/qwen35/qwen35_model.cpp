@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -161,6 +163,9 @@ class Qwen35Model final : public Model {
     logits_ = backend_.alloc(static_cast<size_t>(logit_capacity_ * c.n_vocab));
     logit_rows_.reserve(static_cast<size_t>(max_batch_));
     logit_dst_.reserve(static_cast<size_t>(max_batch_));
+    best_values_dst_.reserve(static_cast<size_t>(max_batch_));
+    best_ids_dst_.reserve(static_cast<size_t>(max_batch_));
+    best_k_.reserve(static_cast<size_t>(max_batch_));
     positions_.resize(static_cast<size_t>(max_batch_));
     batch_tokens_.resize(static_cast<size_t>(max_batch_));
     slices_.reserve(static_cast<size_t>(max_batch_));
@@ -191,6 +196,7 @@ class Qwen35Model final : public Model {
   }
 
   int64_t max_batch_tokens() const override { return max_batch_; }
+  bool writes_best_logits() const override { return true; }
 
   int64_t embedding_size() const override { return weights_.config().hidden; }
 
@@ -302,14 +308,24 @@ class Qwen35Model final : public Model {
     int64_t row = 0;
     logit_rows_.clear();
     logit_dst_.clear();
+    best_values_dst_.clear();
+    best_ids_dst_.clear();
+    best_k_.clear();
     for (const BatchItem& item : items) {
       const int64_t T = static_cast<int64_t>(item.tokens.size());
-      if (!item.logits.empty()) {
+      const bool best = !item.all_logits && !item.best_values.empty();
+      if (best && item.best_ids.size() != item.best_values.size())
+        throw Error("Qwen3.5: a batch item asks for " + std::to_string(item.best_values.size()) +
+                    " best logits with room for " + std::to_string(item.best_ids.size()) + " ids");
+      if (!item.logits.empty() || best) {
         if (item.all_logits) {
           project_logits(row, T, item.logits.data());
         } else {
           logit_rows_.push_back(row + T - 1);
-          logit_dst_.push_back(item.logits.data());
+          logit_dst_.push_back(best ? nullptr : item.logits.data());
+          best_values_dst_.push_back(best ? item.best_values.data() : nullptr);
+          best_ids_dst_.push_back(best ? item.best_ids.data() : nullptr);
+          best_k_.push_back(best ? item.best_values.size() : 0);
         }
       }
       row += T;
@@ -416,10 +432,11 @@ class Qwen35Model final : public Model {
     }
   }
 
-  // Logits of the rows in logit_rows_ (ascending) into the host arrays logit_dst_: normed,
-  // projected and downloaded logit_capacity_ rows at a time.
+  // Logits of the rows in logit_rows_ (ascending) into the host arrays logit_dst_, or their
+  // best few into best_values_dst_ and best_ids_dst_: normed, projected and fetched
+  // logit_capacity_ rows at a time.
   bool project_gathered_logits() {
-    const int64_t H = weights_.config().hidden, V = info_.n_vocab;
+    const int64_t H = weights_.config().hidden;
     const auto n = static_cast<int64_t>(logit_rows_.size());
     if (n == 0) return true;
     // Rows that already lie together (a decode step of one or more sequences) are read in
@@ -441,11 +458,38 @@ class Qwen35Model final : public Model {
       backend_.matmul(output_, normed_->data(), rows, logits_->data());
       // The recorded step runs before its logits come back.
       if (!end_graph_step()) return false;
-      backend_.download_rows(std::span<float* const>(logit_dst_)
-                                 .subspan(static_cast<size_t>(first), static_cast<size_t>(rows)),
-                             logits_->data(), static_cast<size_t>(V));
+      fetch_logit_rows(static_cast<size_t>(first), static_cast<size_t>(rows));
     }
     return true;
+  }
+
+  // Gathered rows [first, first + rows), projected into logits_, to their destinations: whole
+  // rows or their best few (BatchItem::best_values). A step's rows usually all want the same,
+  // and go in one call.
+  void fetch_logit_rows(size_t first, size_t rows) {
+    const auto V = static_cast<size_t>(info_.n_vocab);
+    const auto at = [&](auto& v) { return std::span(v).subspan(first, rows); };
+    const auto ks = at(best_k_);
+    const bool all_whole = std::all_of(ks.begin(), ks.end(), [](size_t k) { return k == 0; });
+    const bool all_same_best = ks.front() > 0 && std::all_of(ks.begin(), ks.end(), [&](size_t k) {
+                                 return k == ks.front();
+                               });
+    if (all_whole) {
+      backend_.download_rows(at(logit_dst_), logits_->data(), V);
+    } else if (all_same_best) {
+      backend_.best_logits_rows(at(best_values_dst_), at(best_ids_dst_), logits_->data(), V,
+                                ks.front());
+    } else {
+      for (size_t r = 0; r < rows; ++r) {
+        const float* src = logits_->data() + r * V;
+        const size_t i = first + r;
+        if (best_k_[i] == 0)
+          backend_.download(logit_dst_[i], src, V);
+        else
+          backend_.best_logits_rows(std::span(&best_values_dst_[i], 1),
+                                    std::span(&best_ids_dst_[i], 1), src, V, best_k_[i]);
+      }
+    }
   }
 
   Backend& backend_;
@@ -468,7 +512,10 @@ class Qwen35Model final : public Model {
   int64_t logit_capacity_ = kLogitRows;  // rows logits_ holds
   bool graph_step_ = false;              // between begin_step and end_step
   std::vector<int64_t> logit_rows_;
-  std::vector<float*> logit_dst_;
+  std::vector<float*> logit_dst_;  // null for rows that want their best logits only
+  std::vector<float*> best_values_dst_;
+  std::vector<int32_t*> best_ids_dst_;
+  std::vector<size_t> best_k_;  // 0: the whole row
 };
 
 }  // namespace

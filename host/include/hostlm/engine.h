@@ -51,6 +51,11 @@ struct EngineOptions {
   // construction, so that the first request does not pay one-time costs (kernel loading,
   // library set-up, the first recorded step): its time to first token is then typical.
   bool warm_up = true;
+  // Requests whose sampler reads only the best few logits (top-k sampling without a grammar,
+  // bias or penalty, up to 256) get only those from the model: k values and ids a row instead
+  // of the whole vocabulary. -1: where the backend prefers it (Backend::prefers_best_logits);
+  // 0: never; 1: wherever the model can write them.
+  int best_logits = -1;
 };
 
 struct GenerationRequest {

@@ -40,6 +40,7 @@ struct EngineMetrics {
   uint64_t prompt_tokens_computed_total = 0;  // the rest came from the prefix cache
   uint64_t cached_tokens_total = 0;
   uint64_t generated_tokens_total = 0;
+  uint64_t best_logits_draws_total = 0;   // of which drawn from the best few logits only
   double generate_tokens_per_second = 0;  // over the last 10 seconds
   double prompt_tokens_per_second = 0;    // computed prompt tokens, same window
   int64_t kv_pages_total = 0;

@@ -95,6 +95,15 @@ class Backend {
   virtual void download_rows(std::span<float* const> dst, const float* src, size_t n) {
     for (size_t i = 0; i < dst.size(); ++i) download(dst[i], src + i * n, n);
   }
+  // The k best of row i of src ([values.size(), n] backend memory) to the host arrays
+  // values[i] and ids[i], best first in the sampler's order (best_logits.h), for every row;
+  // returns when all are there. An accelerator sends k pairs a row instead of n logits. The
+  // default downloads each row and selects on the host.
+  // Whether best_logits_rows is worth asking for instead of whole rows: where it saves a
+  // transfer, not where the logits are in host memory already.
+  virtual bool prefers_best_logits() const { return false; }
+  virtual void best_logits_rows(std::span<float* const> values, std::span<int32_t* const> ids,
+                                const float* src, size_t n, size_t k);
   // Host memory that downloads will target again and again (the engine's logits rows) may be
   // page-locked for full-speed copies. Best effort: no-op where it does not apply or fails.
   virtual void pin_host(void* /*host*/, size_t /*bytes*/) {}

@@ -17,7 +17,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 8
+#define HOSTLM_PLUGIN_ABI_VERSION 9
 
 namespace hostlm {
 
@@ -101,6 +101,11 @@ class Model {
     std::span<const int32_t> tokens;
     bool all_logits = false;
     std::span<float> logits;  // [T or 1, n_vocab]
+    // With writes_best_logits() and not all_logits: when these are not empty, the model writes
+    // the last position's best_values.size() best logits (best_logits.h) into them, values and
+    // ids, instead of the whole row into `logits`.
+    std::span<float> best_values;
+    std::span<int32_t> best_ids;
   };
   virtual void eval_batch(std::span<const BatchItem> items) {
     for (const BatchItem& item : items) eval(*item.seq, item.tokens, item.all_logits, item.logits);
@@ -108,6 +113,8 @@ class Model {
   // Most tokens one forward call takes (eval splits longer inputs; eval_batch callers keep
   // the total within it).
   virtual int64_t max_batch_tokens() const { return 512; }
+  // Whether eval_batch honours BatchItem::best_values (the default evaluates whole rows).
+  virtual bool writes_best_logits() const { return false; }
 
   // For the serving engine, which builds sequences (hostlm::KvSequence) from one shared page
   // pool: what a sequence keeps, and the backend its memory must live on. A model that

@@ -72,6 +72,14 @@ class Sampler {
   // Also records the returned token as seen, for the repeat penalty.
   int32_t sample(std::span<const float> logits);
 
+  // How many of a row's best logits (best_logits.h) the next sample() reads when they are all
+  // it reads: top_k, for top-k sampling without a grammar, a logit bias or a penalty; 0 when
+  // it needs the whole row of n_vocab logits.
+  int32_t best_logits_needed(int64_t n_vocab) const;
+  // What sample() would pick from the whole row, given the row's best_logits_needed() best
+  // (values and ids, best first, as best_logits() gives them). Records the token as seen.
+  int32_t sample_best(std::span<const float> values, std::span<const int32_t> ids);
+
   // Records tokens the sampler did not pick (the prompt) as seen.
   void accept(int32_t token);
   void accept(std::span<const int32_t> tokens);

@@ -45,7 +45,12 @@ struct Active {
   std::unique_ptr<KvSequence> seq;
   std::vector<int32_t> tokens;  // the prompt, then each generated token once it is evaluated
   int64_t prompt_len = 0;
-  std::span<float> logits;               // [n_vocab], the last position's (a LogitsRows row)
+  std::span<float> logits;  // [n_vocab], the last position's (a LogitsRows row)
+  // Where the model writes the last position's best logits instead, when the sampler reads
+  // no more than those (best_k of them; 0: the whole row this step).
+  std::span<float> best_values;
+  std::span<int32_t> best_ids;
+  int32_t best_k = 0;
   int32_t next_input = -1;               // token to feed in the next decode step
   std::vector<int64_t> snapshot_points;  // prompt positions still ahead, ascending
   size_t next_point = 0;
@@ -88,6 +93,39 @@ class LogitsRows {
   std::vector<float> data_;
 };
 
+// The running requests' best logits (values and ids), kMaxBestLogits per running-state slot,
+// page-locked like LogitsRows.
+constexpr int32_t kMaxBestLogits = 256;
+class BestLogitsRows {
+ public:
+  BestLogitsRows(Backend& backend, int64_t rows)
+      : backend_(backend),
+        values_(static_cast<size_t>(rows) * kMaxBestLogits),
+        ids_(static_cast<size_t>(rows) * kMaxBestLogits) {
+    backend_.pin_host(values_.data(), values_.size() * sizeof(float));
+    backend_.pin_host(ids_.data(), ids_.size() * sizeof(int32_t));
+  }
+  ~BestLogitsRows() {
+    backend_.unpin_host(values_.data());
+    backend_.unpin_host(ids_.data());
+  }
+  BestLogitsRows(const BestLogitsRows&) = delete;
+  BestLogitsRows& operator=(const BestLogitsRows&) = delete;
+  std::span<float> values(int32_t slot) {
+    return std::span<float>(values_).subspan(static_cast<size_t>(slot) * kMaxBestLogits,
+                                             kMaxBestLogits);
+  }
+  std::span<int32_t> ids(int32_t slot) {
+    return std::span<int32_t>(ids_).subspan(static_cast<size_t>(slot) * kMaxBestLogits,
+                                            kMaxBestLogits);
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<float> values_;
+  std::vector<int32_t> ids_;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -99,6 +137,9 @@ struct Engine::Impl {
   std::unique_ptr<RecurrentStateSlots> running_slots, snapshot_slots;
   std::unique_ptr<engine::PrefixCache> cache;
   std::unique_ptr<LogitsRows> logits_rows;  // rows indexed by running_slots' slots
+  // Set when requests whose sampler reads only the best few logits get only those from the
+  // model (EngineOptions::best_logits).
+  std::unique_ptr<BestLogitsRows> best_rows;
 
   mutable std::mutex mutex;
   std::condition_variable wake;
@@ -136,6 +177,10 @@ struct Engine::Impl {
     snapshot_slots = std::make_unique<RecurrentStateSlots>(placement, layout, plan.snapshot_slots);
     logits_rows =
         std::make_unique<LogitsRows>(backend, options.max_sequences, model.info().n_vocab);
+    const bool best =
+        model.writes_best_logits() &&
+        (options.best_logits > 0 || (options.best_logits < 0 && backend.prefers_best_logits()));
+    if (best) best_rows = std::make_unique<BestLogitsRows>(backend, options.max_sequences);
     if (options.prefix_cache) cache = std::make_unique<engine::PrefixCache>(*pool, *snapshot_slots);
     stats.kv_pages_total = pool->total();
     stats.state_snapshot_slots = snapshot_slots->total();
@@ -183,7 +228,8 @@ struct Engine::Impl {
     stats.kv_pages_reserved = pool->reserved();
     stats.state_snapshots = cache ? cache->snapshots() : 0;
   }
-  uint64_t generated_unpublished = 0;  // tokens sampled since stats last counted them
+  uint64_t generated_unpublished = 0;   // tokens sampled since stats last counted them
+  uint64_t best_draws_unpublished = 0;  // of which drawn from the best logits only
   // The step's requests that draw a token, and what they drew (sample_job fills it).
   std::vector<Active*> sampling;
   std::vector<int32_t> sampled;
@@ -191,7 +237,11 @@ struct Engine::Impl {
   std::vector<std::string> sample_errors;  // a failed draw ends only its own request
   const std::function<void(size_t)> sample_job = [this](size_t i) {
     try {
-      sampled[i] = sampling[i]->p.sampler->sample(sampling[i]->logits);
+      const Active& a = *sampling[i];
+      sampled[i] = a.best_k > 0 ? a.p.sampler->sample_best(
+                                      a.best_values.first(static_cast<size_t>(a.best_k)),
+                                      a.best_ids.first(static_cast<size_t>(a.best_k)))
+                                : a.p.sampler->sample(a.logits);
     } catch (const std::exception& e) {
       sample_errors[i] = e.what();
       sampled[i] = -1;
@@ -232,7 +282,9 @@ struct Engine::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.requests_total;
       stats.generated_tokens_total += generated_unpublished;
+      stats.best_logits_draws_total += best_draws_unpublished;
       generated_unpublished = 0;
+      best_draws_unpublished = 0;
       publish_memory();
       published_at = now;
     }
@@ -305,6 +357,10 @@ struct Engine::Impl {
     a->tokens.reserve(static_cast<size_t>(capacity));
     a->prompt_len = n;
     a->logits = logits_rows->row(a->seq->state_slot());
+    if (best_rows) {
+      a->best_values = best_rows->values(a->seq->state_slot());
+      a->best_ids = best_rows->ids(a->seq->state_slot());
+    }
     a->snapshot_points = snapshot_points(a->p.request, n, hit.tokens);
     a->block_keys = std::move(hit.keys);
     a->p.sampler->accept(a->tokens);  // the prompt counts for the repeat window
@@ -361,6 +417,27 @@ struct Engine::Impl {
     cache->add_snapshot(base, tail, tail_page, *running_slots, a.seq->state_slot());
   }
 
+  static Model::BatchItem batch_item(Active& a, std::span<const int32_t> tokens,
+                                     std::span<float> logits) {
+    Model::BatchItem item;
+    item.seq = a.seq.get();
+    item.tokens = tokens;
+    item.logits = logits;
+    return item;
+  }
+
+  // Asks the model for the request's best logits only, when its sampler reads no more (and no
+  // one asked to see the whole row).
+  void ask_best_logits(Active& a, Model::BatchItem& item) {
+    a.best_k = 0;
+    if (!best_rows || a.p.request.on_logits) return;
+    const int32_t k = a.p.sampler->best_logits_needed(model.info().n_vocab);
+    if (k <= 0 || k > kMaxBestLogits) return;
+    a.best_k = k;
+    item.best_values = a.best_values.first(static_cast<size_t>(k));
+    item.best_ids = a.best_ids.first(static_cast<size_t>(k));
+  }
+
   // One step: a token for every decoding request, then prompt chunks in the budget left.
   // Chunks end at snapshot points, so the state there can be copied.
   void step() {
@@ -369,9 +446,9 @@ struct Engine::Impl {
     int64_t budget = model.max_batch_tokens();
     for (auto& a : active)
       if (a->next_input >= 0 && budget > 0) {
-        batch.push_back(
-            {a->seq.get(), std::span<const int32_t>(&a->next_input, 1), false, a->logits});
+        batch.push_back(batch_item(*a, std::span<const int32_t>(&a->next_input, 1), a->logits));
         batch_owner.push_back(a.get());
+        ask_best_logits(*a, batch.back());
         --budget;
       }
     int64_t prompt_tokens = 0;
@@ -383,11 +460,11 @@ struct Engine::Impl {
       if (a->next_point < a->snapshot_points.size())
         chunk = std::min(chunk, a->snapshot_points[a->next_point] - start);
       const bool completes = chunk == left;
-      batch.push_back(
-          {a->seq.get(),
-           std::span<const int32_t>(a->tokens.data() + start, static_cast<size_t>(chunk)), false,
-           completes ? a->logits : std::span<float>()});
+      batch.push_back(batch_item(
+          *a, std::span<const int32_t>(a->tokens.data() + start, static_cast<size_t>(chunk)),
+          completes ? a->logits : std::span<float>()));
       batch_owner.push_back(a.get());
+      if (completes) ask_best_logits(*a, batch.back());
       budget -= chunk;
       prompt_tokens += chunk;
     }
@@ -438,6 +515,7 @@ struct Engine::Impl {
       a.result.tokens.push_back(token);
       ++generated;
       ++generated_unpublished;
+      if (a.best_k > 0) ++best_draws_unpublished;
       const bool keep_going = !a.p.on_token || a.p.on_token(token);
       const auto& stops = a.p.request.stop_tokens;
       const auto& constraint = a.p.request.constraint;
@@ -460,7 +538,9 @@ struct Engine::Impl {
     const auto now = Clock::now();
     std::lock_guard<std::mutex> lock(mutex);
     stats.generated_tokens_total += generated_unpublished;
+    stats.best_logits_draws_total += best_draws_unpublished;
     generated_unpublished = 0;
+    best_draws_unpublished = 0;
     recent.push_back({now, generated, prompt_tokens});
     while (!recent.empty() && now - recent.front().at > std::chrono::seconds(10))
       recent.pop_front();

@@ -79,6 +79,9 @@ std::string prometheus_text(const EngineMetrics& m, const std::string& prefix) {
          "Prompt tokens reused from the prefix cache.", d(m.cached_tokens_total));
   metric(out, prefix, "generated_tokens_total", "counter", "Tokens generated.",
          d(m.generated_tokens_total));
+  metric(out, prefix, "best_logits_draws_total", "counter",
+         "Tokens drawn from the model's best few logits instead of whole rows.",
+         d(m.best_logits_draws_total));
   metric(out, prefix, "generate_tokens_per_second", "gauge",
          "Generated tokens per second over the last 10 seconds.", m.generate_tokens_per_second);
   metric(out, prefix, "prompt_tokens_per_second", "gauge",

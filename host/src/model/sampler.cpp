@@ -439,6 +439,30 @@ int32_t Sampler::draw(size_t n, size_t sorted, size_t weighted, double total) {
   return candidates_[keep - 1].second;
 }
 
+int32_t Sampler::best_logits_needed(int64_t n_vocab) const {
+  // pick()'s direct top-k path reads nothing but the top_k best logits then.
+  if (matcher_ || penalizing() || !params_.logit_bias.empty() || !(params_.temperature > 0.f) ||
+      params_.top_k <= 0 || params_.top_k >= n_vocab)
+    return 0;
+  return params_.top_k;
+}
+
+int32_t Sampler::sample_best(std::span<const float> values, std::span<const int32_t> ids) {
+  const size_t k = static_cast<size_t>(std::max(params_.top_k, 0));
+  if (matcher_ || values.size() < k || ids.size() < k)
+    throw Error("sample_best: the sampler needs the whole row, or more than the " +
+                std::to_string(values.size()) + " best logits given");
+  // pick()'s direct top-k path keeps the top_k best numbers in this order (NaN never enters:
+  // the rows' NaNs, which best_logits puts last, are left out as its scan leaves them out).
+  candidates_.clear();
+  for (size_t i = 0; i < k && !std::isnan(values[i]); ++i)
+    candidates_.emplace_back(values[i], ids[i]);
+  const int32_t picked =
+      candidates_.empty() ? -1 : draw(candidates_.size(), candidates_.size(), 0, -1.0);
+  accept(picked);
+  return picked;
+}
+
 int32_t Sampler::sample(std::span<const float> logits) {
   int32_t picked = pick(logits, nullptr);
   if (matcher_ && !constraint_started_) {

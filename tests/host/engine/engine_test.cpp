@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "hostlm/error.h"
 #include "hostlm/model_loader.h"
@@ -131,6 +133,62 @@ TEST_F(EngineTest, SamplerThreadsComeFromTheEnvironmentOrAreAnError) {
   Engine engine(loaded.model(), options);
   const std::vector<int32_t> prompt = {1, 17, 42, 1999, 5, 5, 300};
   EXPECT_EQ(engine.generate(greedy(prompt, 12)).tokens, greedy_alone(loaded.model(), prompt, 12));
+}
+
+// Requests whose sampler reads only its top-k get only the best few logits from the model
+// (EngineOptions::best_logits; on the CPU backend off unless asked, since the logits are in
+// host memory already): the same tokens as with whole rows, greedy and penalised requests
+// still drawn from whole rows, and the metric counts the draws that took the path.
+TEST_F(EngineTest, BestLogitsDrawTheSameTokensAsWholeRows) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 5; ++i) {
+    GenerationRequest r;
+    r.prompt = {static_cast<int32_t>(1 + i), 17, 42, 1999, 5, static_cast<int32_t>(300 + i)};
+    r.max_tokens = 10;
+    r.sampling.temperature = 1.5f;  // a flat distribution, so the draws differ by seed
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.9f;
+    r.sampling.seed = static_cast<uint64_t>(100 + i);
+    requests.push_back(r);
+  }
+  requests[3].sampling.temperature = 0;        // greedy: whole rows
+  requests[4].sampling.repeat_penalty = 1.3f;  // a penalty: whole rows
+  auto run = [&](int best_logits) {
+    EngineOptions options;
+    options.max_sequences = 5;
+    options.kv_type = DType::F32;
+    options.log_memory = false;
+    options.best_logits = best_logits;
+    Engine engine(loaded.model(), options);
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::vector<int32_t>> tokens(requests.size());
+    size_t done = 0;
+    for (size_t i = 0; i < requests.size(); ++i)
+      engine.submit(requests[i], nullptr, [&, i](const GenerationResult& r) {
+        std::lock_guard<std::mutex> lock(m);
+        tokens[i] = r.tokens;
+        ++done;
+        cv.notify_one();
+      });
+    std::unique_lock<std::mutex> lock(m);
+    EXPECT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == requests.size(); }));
+    return std::pair(tokens, engine.metrics().best_logits_draws_total);
+  };
+  const auto [whole, whole_draws] = run(0);
+  const auto [best, best_draws] = run(1);
+  const auto [automatic, automatic_draws] = run(-1);
+  EXPECT_EQ(whole_draws, 0u);
+  EXPECT_EQ(best_draws, 30u);  // 3 requests x 10 tokens
+  EXPECT_EQ(automatic_draws, 0u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(whole[i].size(), 10u) << "request " << i;
+    EXPECT_EQ(best[i], whole[i]) << "request " << i;
+    EXPECT_EQ(automatic[i], whole[i]) << "request " << i;
+  }
+  // The seeds matter: not every sampled request drew the same tokens.
+  EXPECT_TRUE(whole[0] != whole[1] || whole[1] != whole[2]);
 }
 
 TEST_F(EngineTest, FullQueueIsBusyAndBadRequestsAreErrors) {

@@ -166,11 +166,11 @@ TEST(Qwen35Batch, MixedBatchEqualsSeparateEvaluation) {
       // Together: same prefixes, then both continuations in one batch.
       auto ta = model.new_sequence(64), tb = model.new_sequence(128);
       std::vector<float> ba(2 * static_cast<size_t>(V)), bb(static_cast<size_t>(V));
-      Model::BatchItem first[2] = {{ta.get(), std::span(a).first(5), false, la},
-                                   {tb.get(), std::span(b).first(40), false, lb}};
+      Model::BatchItem first[2] = {{ta.get(), std::span(a).first(5), false, la, {}, {}},
+                                   {tb.get(), std::span(b).first(40), false, lb, {}, {}}};
       model.eval_batch(first);
-      Model::BatchItem second[2] = {{ta.get(), std::span(a).subspan(5, 2), true, ba},
-                                    {tb.get(), std::span(b).subspan(40, 1), false, bb}};
+      Model::BatchItem second[2] = {{ta.get(), std::span(a).subspan(5, 2), true, ba, {}, {}},
+                                    {tb.get(), std::span(b).subspan(40, 1), false, bb, {}, {}}};
       model.eval_batch(second);
       EXPECT_EQ(ta->n_past(), 7);
       EXPECT_EQ(tb->n_past(), 41);

@@ -345,6 +345,8 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
   // Typical sampling needs every kept weight and their entropy first.
   const float max_logit = candidates_[0].first;
   if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
+  // An infinite logit holds all the probability (its weight would be inf - inf = NaN).
+  if (max_logit == INFINITY) return candidates_[0].second;
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
     candidates_[i].first = std::exp((candidates_[i].first - max_logit) / params_.temperature);
@@ -386,6 +388,8 @@ int32_t Sampler::draw(size_t n, size_t sorted, size_t weighted, double total) {
     sort_to(1);
     max_logit = candidates_[0].first;
     if (max_logit == -INFINITY) return candidates_[0].second;  // everything banned by a bias
+    // An infinite logit holds all the probability (its weight would be inf - inf = NaN).
+    if (max_logit == INFINITY) return candidates_[0].second;
   }
   const float temperature = params_.temperature;
   auto weight_of = [&](float logit) { return std::exp((logit - max_logit) / temperature); };
@@ -421,7 +425,7 @@ int32_t Sampler::draw(size_t n, size_t sorted, size_t weighted, double total) {
     // The weights fall along the sorted order (typical sampling keeps it): the first is the
     // best left, and min_p keeps a prefix.
     const float floor = params_.min_p * weight(0);
-    size_t kept = 0;
+    size_t kept = 1;  // the best always stays, whatever rounding does to the floor
     while (kept < keep && weight(kept) >= floor) ++kept;
     if (kept < keep) {
       keep = kept;

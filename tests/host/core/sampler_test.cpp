@@ -51,6 +51,30 @@ TEST(Sampler, NewFiltersOffByDefaultGiveTheSameDraws) {
   for (int i = 0; i < 200; ++i) ASSERT_EQ(a.sample(logits), b.sample(logits)) << i;
 }
 
+// An infinite logit holds all the probability: it is drawn whatever the filters (its softmax
+// weight would be inf - inf = NaN; min_p with a NaN floor used to keep nothing and read
+// before the candidates).
+TEST(Sampler, AnInfiniteLogitIsAlwaysDrawn) {
+  std::vector<float> logits(300);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 17) * 0.1f;
+  logits[123] = INFINITY;
+  for (int top_k : {0, 40})
+    for (float min_p : {0.f, 0.05f})
+      for (float top_p : {1.f, 0.9f})
+        for (float typical_p : {1.f, 0.5f}) {
+          SamplerParams p;
+          p.temperature = 0.8f;
+          p.top_k = top_k;
+          p.min_p = min_p;
+          p.top_p = top_p;
+          p.typical_p = typical_p;
+          Sampler s(p);
+          for (int draw = 0; draw < 5; ++draw)
+            EXPECT_EQ(s.sample(logits), 123) << "top_k " << top_k << " min_p " << min_p << " top_p "
+                                             << top_p << " typical_p " << typical_p;
+        }
+}
+
 TEST(Sampler, MinPDropsTokensBelowTheShareOfTheBest) {
   // Probabilities at temperature 1: exp(0), exp(-1) = 0.37, exp(-3) = 0.05 of the best.
   const std::vector<float> logits = {0.f, -1.f, -3.f};

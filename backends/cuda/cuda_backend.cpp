@@ -190,6 +190,7 @@ class CudaBackend final : public Backend {
     const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
+    if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
     if (const char* parts = std::getenv("HOSTLM_CUDA_BF16_PARTS"))
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
@@ -226,6 +227,8 @@ class CudaBackend final : public Backend {
     for (void* p : host_weights_) cudaFreeHost(p);
     cudaFree(dequant_);
     cudaFree(attention_scratch_);
+    cudaFree(best_scratch_);
+    cudaFreeHost(best_host_);
     cublasDestroy(cublas_);
     cudaFree(cublas_workspace_);
     cudaStreamDestroy(stream_);
@@ -280,6 +283,53 @@ class CudaBackend final : public Backend {
           "download");
     check(cudaStreamSynchronize(stream_), "download");
     downloaded();
+  }
+  bool prefers_best_logits() const override { return best_logits_on_; }
+  // The selection runs on the device (best_logits.cu) and only k pairs a row come back, in
+  // one copy through a pinned buffer.
+  void best_logits_rows(std::span<float* const> values, std::span<int32_t* const> ids,
+                        const float* src, size_t n, size_t k) override {
+    if (ids.size() != values.size()) throw Error("best_logits_rows: as many id rows as value rows");
+    const size_t rows = values.size();
+    k = std::min(k, n);
+    if (rows == 0 || k == 0) return;
+    if (k > static_cast<size_t>(kBestLogitsMax) || n > (size_t{1} << 32) ||
+        rows > static_cast<size_t>(kBestLogitsMaxRows)) {
+      Backend::best_logits_rows(values, ids, src, n, k);
+      return;
+    }
+    const auto timed = profile_->scope("best logits");
+    quant_->forget_acts();
+    const size_t state_bytes = best_logits_scratch_bytes(static_cast<int64_t>(rows));
+    const size_t out_bytes = rows * k * (sizeof(float) + sizeof(int32_t));
+    if (state_bytes + out_bytes > best_scratch_bytes_) {
+      replace_scratch(best_scratch_, "best logits scratch growth");
+      best_scratch_ = nullptr;
+      best_scratch_ = device_alloc(state_bytes + out_bytes, "the best-logits scratch");
+      best_scratch_bytes_ = state_bytes + out_bytes;
+    }
+    if (out_bytes > best_host_bytes_) {
+      check(cudaStreamSynchronize(stream_), "best logits");
+      cudaFreeHost(best_host_);
+      best_host_ = nullptr;
+      check(cudaMallocHost(&best_host_, out_bytes), "pinned memory for the best logits");
+      best_host_bytes_ = out_bytes;
+    }
+    auto* device_values = reinterpret_cast<float*>(static_cast<char*>(best_scratch_) + state_bytes);
+    auto* device_ids = reinterpret_cast<int32_t*>(device_values + rows * k);
+    check(best_logits(src, static_cast<int64_t>(rows), static_cast<int64_t>(n), static_cast<int>(k),
+                      best_scratch_, device_values, device_ids, stream_),
+          "best logits");
+    check(cudaMemcpyAsync(best_host_, device_values, out_bytes, cudaMemcpyDeviceToHost, stream_),
+          "best logits download");
+    check(cudaStreamSynchronize(stream_), "best logits download");
+    downloaded();
+    const auto* host_values = static_cast<const float*>(best_host_);
+    const auto* host_ids = reinterpret_cast<const int32_t*>(host_values + rows * k);
+    for (size_t i = 0; i < rows; ++i) {
+      std::memcpy(values[i], host_values + i * k, k * sizeof(float));
+      std::memcpy(ids[i], host_ids + i * k, k * sizeof(int32_t));
+    }
   }
   void pin_host(void* host, size_t bytes) override {
     // Without it each row is staged through the driver's bounce buffer at a fraction of
@@ -982,6 +1032,13 @@ class CudaBackend final : public Backend {
   size_t attention_scratch_floats_ = 0;
   float* dequant_ = nullptr;
   size_t dequant_bytes_ = 0;
+  // Backend::best_logits_rows: device state and results, and their pinned host copy. On
+  // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
+  bool best_logits_on_ = true;
+  void* best_scratch_ = nullptr;
+  size_t best_scratch_bytes_ = 0;
+  void* best_host_ = nullptr;
+  size_t best_host_bytes_ = 0;
   // Prefill products of 16-bit weights with float32 activations (HOSTLM_CUDA_EXACT_16BIT=1),
   // as the CPU does, instead of activations rounded to the weights' type.
   bool exact_16bit_ = false;

@@ -29,6 +29,16 @@ cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cud
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
                         cudaStream_t stream, Int8ActsOut acts = {});
 
+// best_logits.cu: Backend::best_logits_rows on the device. For each of `rows` rows of n logits
+// at src, its k best (k <= kBestLogitsMax, n <= 2^32) into values[row * k ..] and
+// ids[row * k ..], best first in the sampler's order. `scratch` holds
+// best_logits_scratch_bytes(rows) bytes.
+constexpr int kBestLogitsMax = 1024;
+constexpr int64_t kBestLogitsMaxRows = 65535;  // one grid row each
+size_t best_logits_scratch_bytes(int64_t rows);
+cudaError_t best_logits(const float* src, int64_t rows, int64_t n, int k, void* scratch,
+                        float* values, int32_t* ids, cudaStream_t stream);
+
 // embed.cu: out[t] = row tokens[t] of `table`; rows_to_f32: rows [0, rows) into out[rows, cols].
 cudaError_t embed(DType type, const void* table, size_t row_bytes, int64_t cols,
                   const int32_t* tokens, int64_t T, float* out, cudaStream_t stream);

@@ -480,18 +480,37 @@ class Qwen35Model final : public Model {
       backend_.best_logits_rows(at(best_values_dst_), at(best_ids_dst_), logits_->data(), V,
                                 ks.front());
     } else {
+      // Mixed: whole rows one by one, and the best of every row in one call at the largest k
+      // asked (a row's best k are the first k of its best k_max), copied out per row.
+      const size_t k_max = *std::max_element(ks.begin(), ks.end());
+      if (k_max > 0) {
+        mixed_values_.resize(rows * k_max);
+        mixed_ids_.resize(rows * k_max);
+        mixed_value_rows_.resize(rows);
+        mixed_id_rows_.resize(rows);
+        for (size_t r = 0; r < rows; ++r) {
+          mixed_value_rows_[r] = mixed_values_.data() + r * k_max;
+          mixed_id_rows_[r] = mixed_ids_.data() + r * k_max;
+        }
+        backend_.best_logits_rows(mixed_value_rows_, mixed_id_rows_, logits_->data(), V, k_max);
+      }
       for (size_t r = 0; r < rows; ++r) {
-        const float* src = logits_->data() + r * V;
-        const size_t i = first + r;
-        if (best_k_[i] == 0)
-          backend_.download(logit_dst_[i], src, V);
-        else
-          backend_.best_logits_rows(std::span(&best_values_dst_[i], 1),
-                                    std::span(&best_ids_dst_[i], 1), src, V, best_k_[i]);
+        const size_t i = first + r, k = best_k_[i];
+        if (k == 0) {
+          backend_.download(logit_dst_[i], logits_->data() + r * V, V);
+        } else {
+          std::copy_n(mixed_value_rows_[r], k, best_values_dst_[i]);
+          std::copy_n(mixed_id_rows_[r], k, best_ids_dst_[i]);
+        }
       }
     }
   }
 
+  // fetch_logit_rows of a step whose rows want different numbers of best logits.
+  std::vector<float> mixed_values_;
+  std::vector<int32_t> mixed_ids_;
+  std::vector<float*> mixed_value_rows_;
+  std::vector<int32_t*> mixed_id_rows_;
   Backend& backend_;
   Backend* host_ = nullptr;  // a split model's host backend: layers [0, host_layers_)
   int64_t host_layers_ = 0;

@@ -73,8 +73,8 @@ class Sampler {
   int32_t sample(std::span<const float> logits);
 
   // How many of a row's best logits (best_logits.h) the next sample() reads when they are all
-  // it reads: top_k, for top-k sampling without a grammar, a logit bias or a penalty; 0 when
-  // it needs the whole row of n_vocab logits.
+  // it reads: 1 for greedy and top_k for top-k sampling, without a grammar, a logit bias or a
+  // penalty; 0 when it needs the whole row of n_vocab logits.
   int32_t best_logits_needed(int64_t n_vocab) const;
   // What sample() would pick from the whole row, given the row's best_logits_needed() best
   // (values and ids, best first, as best_logits() gives them). Records the token as seen.

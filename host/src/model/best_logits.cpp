@@ -5,59 +5,24 @@
 #include <utility>
 #include <vector>
 
+#include "best_k.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
 namespace hostlm {
-namespace {
-
-using Pair = std::pair<float, int32_t>;
-
-// The sampler's order (sampler.cpp's Better): a strict weak order even with NaN.
-bool better(const Pair& a, const Pair& b) {
-  if (a.first > b.first) return true;
-  if (a.first == b.first) return a.second < b.second;
-  if (a.first < b.first) return false;
-  return std::isnan(a.first) ? std::isnan(b.first) && a.second < b.second : true;
-}
-
-}  // namespace
 
 void best_logits(std::span<const float> row, size_t k, float* values, int32_t* ids) {
   k = std::min(k, row.size());
   if (k == 0) return;
-  // The numbers first: a heap of the k best so far whose top is the worst of them, and a scan
-  // that tests 64 logits at a time against it (a comparison the compiler vectorises), so a
-  // 248K row costs about one pass at memory speed. NaN never passes the test.
-  thread_local std::vector<Pair> heap;
-  heap.clear();
+  // The numbers first, by the sampler's own scan (best_k.h): a 248K row costs about one pass
+  // at memory speed. NaN never passes its floor.
+  thread_local std::vector<detail::Candidate> heap;
+  detail::BestK best(heap, k);
   const float* x = row.data();
   const auto n = static_cast<int32_t>(row.size());
-  float floor = -INFINITY;
-  const auto offer = [&](int32_t i) {
-    const Pair p{x[i], i};
-    if (heap.size() < k) {
-      heap.push_back(p);
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else if (better(p, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = p;
-      std::push_heap(heap.begin(), heap.end(), better);
-    }
-    if (heap.size() == k) floor = heap.front().first;
-  };
-  constexpr int32_t kBlock = 64;
-  int32_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    int hits = 0;
-    for (int32_t j = 0; j < kBlock; ++j) hits += x[i + j] >= floor;
-    if (hits == 0) continue;
-    for (int32_t j = i; j < i + kBlock; ++j)
-      if (x[j] >= floor) offer(j);
-  }
-  for (; i < n; ++i)
-    if (x[i] >= floor) offer(i);
-  std::sort_heap(heap.begin(), heap.end(), better);
+  detail::for_each_at_least(
+      x, n, [&] { return best.floor(); }, [&](int32_t i) { best.offer(x[i], i); });
+  best.finish();
   // Fewer than k numbers: the NaNs come after them, by id.
   for (int32_t j = 0; heap.size() < k && j < n; ++j)
     if (std::isnan(x[j])) heap.emplace_back(x[j], j);

@@ -8,25 +8,16 @@
 #include <string>
 #include <utility>
 
+#include "best_k.h"
 #include "hostlm/error.h"
 
 namespace hostlm {
 namespace {
 
-using Candidate = std::pair<float, int32_t>;
-
-// The sampling order: the higher logit first, the lower id first among equals, NaN after
-// everything (so that it is a strict order the sorts may rely on even then). An object, not a
-// function, so that the heap and sort algorithms inline it.
-struct Better {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    if (a.first > b.first) return true;
-    if (a.first == b.first) return a.second < b.second;
-    if (a.first < b.first) return false;
-    return std::isnan(a.first) ? std::isnan(b.first) && a.second < b.second : true;
-  }
-};
-constexpr Better better;
+using detail::BestK;
+using detail::better;
+using detail::Candidate;
+using detail::for_each_at_least;
 
 // Calls f(id) for every id below n that the mask allows, in increasing order: a word at a
 // time, so a mask of a few tokens costs a pass over 4K words, not over 248K ids.
@@ -39,62 +30,6 @@ void for_each_allowed(const TokenBitmask& mask, int32_t n, F&& f) {
       f(id);
     }
   }
-}
-
-// The k best (logit, id) pairs of those offered, best first: the same pairs in the same order
-// as a partial sort of all of them. A heap whose top is the worst pair kept, so the floor that
-// turns logits away is always the k-th best so far (over a 248K vocabulary, a few hundred
-// logits reach it; top-k over the whole vocabulary is most of a sampling step otherwise).
-class BestK {
- public:
-  BestK(std::vector<Candidate>& out, size_t k) : out_(out), k_(k) { out_.clear(); }
-  // Nothing below this logit can enter: the caller's cheap test before offer().
-  float floor() const {
-    if (out_.size() < k_ || std::isnan(out_.front().first)) return -INFINITY;
-    return out_.front().first;
-  }
-  void offer(float logit, int32_t id) {
-    if (out_.size() < k_) {
-      out_.emplace_back(logit, id);
-      std::push_heap(out_.begin(), out_.end(), better);
-    } else if (better({logit, id}, out_.front())) {
-      std::pop_heap(out_.begin(), out_.end(), better);
-      out_.back() = {logit, id};
-      std::push_heap(out_.begin(), out_.end(), better);
-    }
-  }
-  void finish() { std::sort_heap(out_.begin(), out_.end(), better); }
-
- private:
-  std::vector<Candidate>& out_;
-  const size_t k_;
-};
-
-// Calls f(i) for each i < n with x[i] >= floor(), in increasing order, where only f may
-// raise the floor. Most blocks of 64 logits hold nothing at the floor once it has risen
-// (top-k over a 248K vocabulary: about 200 of its 3,880 blocks do), and a block's test is a
-// comparison the compiler vectorises, so the scan runs near memory speed instead of taking
-// a branch per logit. NaN never passes, as with the plain comparison.
-template <class Floor, class F>
-void for_each_at_least(const float* x, int32_t n, Floor&& floor, F&& f) {
-  constexpr int32_t kBlock = 64;
-  float at = floor();
-  int32_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    int hits = 0;
-    for (int32_t j = 0; j < kBlock; ++j) hits += x[i + j] >= at;
-    if (hits == 0) continue;
-    for (int32_t j = i; j < i + kBlock; ++j)
-      if (x[j] >= at) {
-        f(j);
-        at = floor();
-      }
-  }
-  for (; i < n; ++i)
-    if (x[i] >= at) {
-      f(i);
-      at = floor();
-    }
 }
 
 }  // namespace
@@ -304,14 +239,16 @@ int32_t Sampler::pick(std::span<const float> logits, const TokenBitmask* mask) {
           if (t >= 0 && t < n) penalized_[t] = adjusted(penalized_[t], count);
       scores = penalized_;
     }
-    // The first of the largest, as std::max_element gives: only a block holding something
-    // at least as large as the best so far is looked at one by one.
+    // The first of the largest number (NaN only when every logit is NaN, then id 0: the
+    // order of best_logits.h, so a device that sends back only the best logit agrees): only a
+    // block holding something at least as large as the best so far is looked at one by one.
     const float* x = scores.data();
     const auto size = static_cast<int32_t>(scores.size());
     if (size == 0) return 0;
     int32_t best = 0;
-    float best_score = x[0];
-    if (std::isnan(best_score)) return 0;  // max_element never moves past a leading NaN
+    while (best < size && std::isnan(x[best])) ++best;
+    if (best == size) return 0;
+    float best_score = x[best];
     for_each_at_least(
         x, size, [&] { return best_score; },
         [&](int32_t i) {
@@ -444,18 +381,25 @@ int32_t Sampler::draw(size_t n, size_t sorted, size_t weighted, double total) {
 }
 
 int32_t Sampler::best_logits_needed(int64_t n_vocab) const {
-  // pick()'s direct top-k path reads nothing but the top_k best logits then.
-  if (matcher_ || penalizing() || !params_.logit_bias.empty() || !(params_.temperature > 0.f) ||
-      params_.top_k <= 0 || params_.top_k >= n_vocab)
-    return 0;
+  if (matcher_ || penalizing() || !params_.logit_bias.empty()) return 0;
+  // Greedy reads the best logit alone; pick()'s direct top-k path the top_k best.
+  if (!(params_.temperature > 0.f)) return n_vocab > 0 ? 1 : 0;
+  if (params_.top_k <= 0 || params_.top_k >= n_vocab) return 0;
   return params_.top_k;
 }
 
 int32_t Sampler::sample_best(std::span<const float> values, std::span<const int32_t> ids) {
-  const size_t k = static_cast<size_t>(std::max(params_.top_k, 0));
+  const bool greedy = !(params_.temperature > 0.f);
+  const size_t k = greedy ? 1 : static_cast<size_t>(std::max(params_.top_k, 0));
   if (matcher_ || values.size() < k || ids.size() < k)
     throw Error("sample_best: the sampler needs the whole row, or more than the " +
                 std::to_string(values.size()) + " best logits given");
+  if (greedy) {
+    // The best of the row, NaN or not (all NaN: id 0 comes first), as the whole-row pick.
+    const int32_t picked = ids[0];
+    accept(picked);
+    return picked;
+  }
   // pick()'s direct top-k path keeps the top_k best numbers in this order (NaN never enters:
   // the rows' NaNs, which best_logits puts last, are left out as its scan leaves them out).
   candidates_.clear();

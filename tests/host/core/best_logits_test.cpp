@@ -90,11 +90,17 @@ TEST(BestLogits, SamplerDrawsTheSameFromTheBestAsFromTheWholeRow) {
           p.seed = static_cast<uint64_t>(top_k * 31 + static_cast<int>(top_p * 10));
           settings.push_back(p);
         }
+  for (int top_k : {0, 40}) {  // greedy, whatever top_k says
+    SamplerParams p;
+    p.temperature = 0;
+    p.top_k = top_k;
+    settings.push_back(p);
+  }
   int compared = 0;
   for (const SamplerParams& p : settings) {
     Sampler whole(p), best(p);
     const int32_t k = whole.best_logits_needed(static_cast<int64_t>(n));
-    ASSERT_EQ(k, p.top_k);
+    ASSERT_EQ(k, p.temperature > 0 ? p.top_k : 1);
     std::vector<float> values(static_cast<size_t>(k));
     std::vector<int32_t> ids(static_cast<size_t>(k));
     for (int draw = 0; draw < 30; ++draw) {
@@ -115,7 +121,11 @@ TEST(BestLogits, SamplersThatReadMoreThanTheBestSayWhole) {
   p.top_k = 40;
   EXPECT_EQ(Sampler(p).best_logits_needed(n), 40);
   SamplerParams greedy = p;
-  greedy.temperature = 0;  // max_element's answer needs every logit (a leading NaN wins)
+  greedy.temperature = 0;  // the best logit alone
+  EXPECT_EQ(Sampler(greedy).best_logits_needed(n), 1);
+  greedy.top_k = 0;
+  EXPECT_EQ(Sampler(greedy).best_logits_needed(n), 1);
+  greedy.repeat_penalty = 1.1f;
   EXPECT_EQ(Sampler(greedy).best_logits_needed(n), 0);
   SamplerParams no_top_k = p;
   no_top_k.top_k = 0;

@@ -323,10 +323,11 @@ TEST(Sampler, WithoutTopKDrawsAsAFullSort) {
   }
 }
 
-TEST(Sampler, GreedyPicksWhatMaxElementPicks) {
+TEST(Sampler, GreedyPicksTheFirstOfTheLargestNumber) {
   // The greedy pick scans blocks of 64 logits and looks inside a block only when it holds
   // something at least as large as the best so far: ties (a coarse grid), a length that is
-  // not a multiple of 64, infinities and NaN must all give std::max_element's answer.
+  // not a multiple of 64, infinities and NaN must all give std::max_element's answer over the
+  // numbers (NaN passed over wherever it stands; id 0 when there is nothing else).
   std::mt19937 rng(9);
   std::uniform_int_distribution<int> grid(-20, 20);
   for (const size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{5000}}) {
@@ -337,9 +338,13 @@ TEST(Sampler, GreedyPicksWhatMaxElementPicks) {
       if (trial % 5 == 2) logits[0] = std::numeric_limits<float>::quiet_NaN();
       if (trial % 5 == 3) logits[rng() % n] = -std::numeric_limits<float>::infinity();
       if (trial % 5 == 4) std::fill(logits.begin(), logits.end(), -INFINITY);
+      if (trial % 10 == 7) std::fill(logits.begin(), logits.end(), NAN);
       Sampler sampler(greedy());
-      const auto expected =
-          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const auto numbers_first = [](float a, float b) {
+        return std::isnan(a) ? !std::isnan(b) : !std::isnan(b) && a < b;
+      };
+      const auto best = std::max_element(logits.begin(), logits.end(), numbers_first);
+      const auto expected = std::isnan(*best) ? 0 : static_cast<int32_t>(best - logits.begin());
       ASSERT_EQ(sampler.sample(logits), expected) << "n " << n << " trial " << trial;
     }
   }

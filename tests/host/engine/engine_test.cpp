@@ -137,8 +137,9 @@ TEST_F(EngineTest, SamplerThreadsComeFromTheEnvironmentOrAreAnError) {
 
 // Requests whose sampler reads only its top-k get only the best few logits from the model
 // (EngineOptions::best_logits; on the CPU backend off unless asked, since the logits are in
-// host memory already): the same tokens as with whole rows, greedy and penalised requests
-// still drawn from whole rows, and the metric counts the draws that took the path.
+// host memory already): the same tokens as with whole rows, in steps whose rows want
+// different numbers of best logits (greedy one, top-k 40 or 5) or whole rows (a penalised
+// request), and the metric counts the draws that took the path.
 TEST_F(EngineTest, BestLogitsDrawTheSameTokensAsWholeRows) {
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 5; ++i) {
@@ -151,7 +152,8 @@ TEST_F(EngineTest, BestLogitsDrawTheSameTokensAsWholeRows) {
     r.sampling.seed = static_cast<uint64_t>(100 + i);
     requests.push_back(r);
   }
-  requests[3].sampling.temperature = 0;        // greedy: whole rows
+  requests[2].sampling.top_k = 5;
+  requests[3].sampling.temperature = 0;        // greedy: the best logit
   requests[4].sampling.repeat_penalty = 1.3f;  // a penalty: whole rows
   auto run = [&](int best_logits) {
     EngineOptions options;
@@ -180,7 +182,7 @@ TEST_F(EngineTest, BestLogitsDrawTheSameTokensAsWholeRows) {
   const auto [best, best_draws] = run(1);
   const auto [automatic, automatic_draws] = run(-1);
   EXPECT_EQ(whole_draws, 0u);
-  EXPECT_EQ(best_draws, 30u);  // 3 requests x 10 tokens
+  EXPECT_EQ(best_draws, 40u);  // 4 requests x 10 tokens
   EXPECT_EQ(automatic_draws, 0u);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(whole[i].size(), 10u) << "request " << i;

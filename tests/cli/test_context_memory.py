@@ -16,6 +16,10 @@ SOURCE = pathlib.Path(os.environ.get("HOSTLM_SOURCE_DIR", pathlib.Path(__file__)
 BUILD = pathlib.Path(os.environ.get("HOSTLM_BUILD_DIR", SOURCE / "build"))
 HOSTLM = BUILD / "bin" / "hostlm"
 TOOLS = SOURCE / "tools"
+# One malloc arena in the servers: glibc reserves 64 MiB of address space per extra arena, and
+# how many the threads make depends on timing (a CI run once saw VmSize 64 MiB apart between
+# the two contexts' servers, against the 18.5 MiB of KV the test measures).
+os.environ["MALLOC_ARENA_MAX"] = "1"
 
 
 def run(*cmd):

@@ -90,14 +90,19 @@ __device__ __forceinline__ int64_t id_of(unsigned long long key, const Params& p
 }
 
 // Whether this block is the last of its row to finish the pass; the row's global writes of
-// every other block are then visible to it.
+// every other block are then visible to it (release/acquire on the counter, not a full fence).
 __device__ __forceinline__ bool last_to_arrive(RowState& st, unsigned blocks) {
   __shared__ bool last;
-  __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&st.arrived, 1u) == blocks - 1;
+  if (threadIdx.x == 0) {
+    unsigned before;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(&st.arrived)
+                 : "memory");
+    last = before == blocks - 1;
+  }
   __syncthreads();
-  if (last) __threadfence();
   return last;
 }
 

@@ -270,6 +270,7 @@ class CudaBackend final : public Backend {
   }
   void download(float* dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("download");
+    quant_->flush_norm();
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
     check(cudaStreamSynchronize(stream_), "download");
@@ -277,6 +278,7 @@ class CudaBackend final : public Backend {
   }
   void download_rows(std::span<float* const> dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("download");
+    quant_->flush_norm();
     for (size_t i = 0; i < dst.size(); ++i)
       check(
           cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
@@ -570,6 +572,12 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("rms_norm");
     quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
+    if (rows == 1 && x_stride == static_cast<size_t>(n) && out_stride == x_stride &&
+        quant_->can_defer_norm(n)) {
+      if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps, nullptr)) return;
+      quant_->defer_norm(const_cast<float*>(x), nullptr, w, eps, n, out);
+      return;
+    }
     const cuda::Int8ActsOut acts =
         out_stride == static_cast<size_t>(n) ? norm_acts(out, rows, n) : cuda::Int8ActsOut{};
     if (skip(kRmsNorm, x, x_stride, out, out_stride, rows, n, w, eps, acts.q)) return;
@@ -581,6 +589,12 @@ class CudaBackend final : public Backend {
     const auto timed = profile_->scope("add_rms_norm");
     quant_->forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
+    // One row (a decode step): folded into the product that reads `out` next, if one does.
+    if (rows == 1 && quant_->can_defer_norm(n)) {
+      if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out, nullptr)) return;
+      quant_->defer_norm(x, y, w, eps, n, out);
+      return;
+    }
     const cuda::Int8ActsOut acts = norm_acts(out, rows, n);
     if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out, acts.q)) return;
     check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_, acts), "add_rms_norm");

@@ -59,6 +59,10 @@ constexpr int64_t kNormQuantizeMax = 8192;
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream,
                      Int8ActsOut acts = {});
+// The block size of both norms for rows of n; each thread sums the squares of values
+// t, t + threads, ... (at most 8 of them) in that order, and the block adds its warps' sums in
+// warp order. The decode GEMV that folds a norm in (quant_kernels.h) sums in the same order.
+int rms_norm_threads(int64_t n);
 // x += y, then out = rms_norm(x) (rows of n, contiguous).
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                          float eps, float* out, cudaStream_t stream, Int8ActsOut acts = {});

@@ -19,11 +19,6 @@ constexpr int kThreads = 128;  // gated norm: rows of one head (128-256 values)
 constexpr int kPerThread = 8;
 constexpr int kMaxThreads = 1024;
 
-int norm_threads(int64_t n) {
-  const int64_t want = (n + kPerThread - 1) / kPerThread;
-  return static_cast<int>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
-}
-
 // out = rms_norm(x (+ y)) with, for kAdd, x += y written back. Each thread reads, and then
 // rewrites, only its own elements (out == x is safe). The squares are summed in double, per
 // thread in index order and then across the block, the same way for both forms, so the fused
@@ -109,13 +104,18 @@ bool can_quantize(const Int8ActsOut& acts, int64_t n, int64_t max_n) {
 
 }  // namespace
 
+int rms_norm_threads(int64_t n) {
+  const int64_t want = (n + kPerThread - 1) / kPerThread;
+  return static_cast<int>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
+}
+
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream,
                      Int8ActsOut acts) {
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, n, kNormQuantizeMax) || (acts.q != nullptr && out_stride != size_t(n)))
     return cudaErrorInvalidValue;
-  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), norm_threads(n),
+  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), rms_norm_threads(n),
                 acts.q != nullptr ? n * sizeof(float) : 0, stream, const_cast<float*>(x), x_stride,
                 nullptr, out, out_stride, n, weight, eps, acts);
   return cudaGetLastError();
@@ -125,7 +125,7 @@ cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, cons
                          float eps, float* out, cudaStream_t stream, Int8ActsOut acts) {
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, n, kNormQuantizeMax)) return cudaErrorInvalidValue;
-  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), norm_threads(n),
+  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n),
                 acts.q != nullptr ? n * sizeof(float) : 0, stream, x, static_cast<size_t>(n), y,
                 out, static_cast<size_t>(n), n, weight, eps, acts);
   return cudaGetLastError();

@@ -23,6 +23,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/quants/fold_norm.cuh"
 #include "cuda/quants/gemv_one_token.h"
 #include "cuda/quants/split_layout.h"
 #include "cuda/quants/stage_layout.h"
@@ -54,6 +55,9 @@ struct Launch {
   int n;
   Plan plan;
   StageLayout stage;
+  FoldedNorm norm;       // with kFold: the norm whose output the products read
+  int norm_threads;      // rms_norm_threads(norm.n): the partition of its sum of squares
+  unsigned fold_offset;  // bytes of dynamic shared memory before the fold's area
 };
 
 __device__ __forceinline__ void cp_async(unsigned dst, const uint8_t* src, int chunk) {
@@ -260,10 +264,12 @@ struct WarpRows {
   }
 };
 
-template <class Q, class Lanes>
-__device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantActs& x, float* y,
-                                            const Plan plan, const StageLayout& layout,
-                                            int64_t block, uint8_t* smem, float* partial) {
+template <class Q, class Lanes, bool kFold>
+__device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, float* y,
+                                            const Launch& l, int64_t block, uint8_t* smem,
+                                            float* partial) {
+  const Plan plan = l.plan;
+  const StageLayout& layout = l.stage;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int segment = warp % plan.segments, group = warp / plan.segments;
   const int64_t row0 = (block * plan.groups + group) * plan.rows_per_warp;
@@ -286,6 +292,8 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantAct
     cp_async_commit();
   }
   pdl_begin();
+  float inv = 0.f;
+  if constexpr (kFold) x = fold_norm(l.norm, l.norm_threads, smem + l.fold_offset, inv);
 
   Lanes lanes;
   lanes.load(x, segment, lane, n_pieces, rows.view(0));
@@ -304,6 +312,7 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantAct
         partial[segment * plan.rows_per_block() + group * plan.rows_per_warp + r] = s;
     }
   }
+  if constexpr (kFold) fold_norm_writes(l.norm, x, inv);
   if (plan.segments == 1) return;
   __syncthreads();
   const int t = static_cast<int>(threadIdx.x);
@@ -315,15 +324,15 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, const QuantAct
   }
 }
 
-template <class Q, bool kPaired>
+template <class Q, bool kPaired, bool kFold>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_one_token_kernel(const Launch l, QuantActs x) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float partial[kMaxWarps * kMaxRowsPerWarp];
   int j = 0;
   while (j + 1 < l.n && blockIdx.x >= l.first[j + 1]) ++j;
-  matrix_rows<Q, LanesOf<Q, kPaired>>(l.w[j], x, l.y[j], l.plan, l.stage, blockIdx.x - l.first[j],
-                                      smem, partial);
+  matrix_rows<Q, LanesOf<Q, kPaired>, kFold>(l.w[j], x, l.y[j], l, blockIdx.x - l.first[j], smem,
+                                             partial);
 }
 
 int rows_per_warp_override() {
@@ -381,12 +390,14 @@ int rows_per_warp(int groups, int64_t total_rows, int resident_blocks) {
 
 // Launches `l` (its stage layout, segments and groups set), or returns false when the shared
 // memory or the occupancy does not allow it.
-template <class Q, bool kPaired>
+template <class Q, bool kPaired, bool kFold>
 bool launch_staged(Launch l, int64_t total_rows, const OneTokenTargets& targets, const QuantActs& x,
                    cudaStream_t stream) {
-  const auto kernel = gemv_one_token_kernel<Q, kPaired>;
+  const auto kernel = gemv_one_token_kernel<Q, kPaired, kFold>;
   const int warps = l.plan.groups * l.plan.segments;
-  const size_t smem = size_t{static_cast<unsigned>(warps)} * kStages * l.stage.bytes;
+  const size_t rings = size_t{static_cast<unsigned>(warps)} * kStages * l.stage.bytes;
+  l.fold_offset = static_cast<unsigned>((rings + 15) / 16 * 16);
+  const size_t smem = kFold ? l.fold_offset + fold_bytes(l.norm.n) : rings;
   // The most dynamic shared memory a block may ask for beside the kernel's static arrays
   // (0: the attribute could not be set).
   static const size_t max_dynamic = [kernel] {
@@ -426,8 +437,11 @@ bool launch_staged(Launch l, int64_t total_rows, const OneTokenTargets& targets,
 }  // namespace
 
 bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const QuantActs& x,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, const FoldedNorm* norm) {
   if (!enabled() || targets.n < 1 || targets.n > kGemvGroupMax) return false;
+  if (norm != nullptr && (!pairs_enabled() || norm->n != targets.w[0].cols || norm->n % 32 != 0 ||
+                          norm->n > kNormQuantizeMax))
+    return false;
   bool launched = false;
   with_quant_type(type, [&](auto q) {
     using Q = decltype(q);
@@ -448,12 +462,20 @@ bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const Qua
       l.plan.segments = segments;
       l.plan.groups = std::max(1, kWantedWarps / segments);
       if constexpr (kHasPairs<Q>) {
+        if (norm != nullptr) {
+          l.norm = *norm;
+          l.norm_threads = rms_norm_threads(norm->n);
+          if (l.norm_threads / 32 > kFoldPerWarp * l.plan.groups * segments) return;
+          launched = launch_staged<Q, true, true>(l, total_rows, targets, x, stream);
+          return;
+        }
         if (pairs_enabled()) {
-          launched = launch_staged<Q, true>(l, total_rows, targets, x, stream);
+          launched = launch_staged<Q, true, false>(l, total_rows, targets, x, stream);
           return;
         }
       }
-      launched = launch_staged<Q, false>(l, total_rows, targets, x, stream);
+      if (norm != nullptr) return;
+      launched = launch_staged<Q, false, false>(l, total_rows, targets, x, stream);
     }
   });
   return launched;

@@ -20,7 +20,9 @@ struct OneTokenTargets {
 // or returns false without launching when this kernel does not take the type or the width
 // (the caller then uses the general GEMV). HOSTLM_CUDA_GEMV_ONE_TOKEN=0 makes it always
 // decline; HOSTLM_CUDA_GEMV_ROWS=N (1-16) fixes the rows each warp computes.
+// With `norm`, the activations are not read from `x` but computed by every block from the
+// norm's input (gemv_group_folded_norm in quant_kernels.h).
 bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const QuantActs& x,
-                           cudaStream_t stream);
+                           cudaStream_t stream, const FoldedNorm* norm = nullptr);
 
 }  // namespace hostlm::cuda::quants

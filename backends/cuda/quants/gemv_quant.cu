@@ -196,6 +196,32 @@ cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const in
   return cudaGetLastError();
 }
 
+bool gemv_group_folded_norm(DType type, const void* const* w, const int64_t* rows, float* const* y,
+                            int n, const FoldedNorm& norm, cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || n < 1 || n > kGemvGroupMax || norm.n <= 0 ||
+      norm.n % layout.block_elems != 0 || norm.counter == nullptr || norm.acts.q == nullptr)
+    return false;
+  // Other blocks still read x and y while one writes its products, and the last one writes
+  // x and out: no output may lie over them.
+  const auto overlaps = [](const float* a, int64_t na, const float* b, int64_t nb) {
+    return a < b + nb && b < a + na;
+  };
+  if (overlaps(norm.x, norm.n, norm.out, norm.n) ||
+      (norm.y != nullptr && overlaps(norm.y, norm.n, norm.out, norm.n)))
+    return false;
+  OneTokenTargets one;
+  one.n = n;
+  for (int j = 0; j < n; ++j) {
+    if (overlaps(y[j], rows[j], norm.x, norm.n) || overlaps(y[j], rows[j], norm.out, norm.n) ||
+        (norm.y != nullptr && overlaps(y[j], rows[j], norm.y, norm.n)))
+      return false;
+    one.w[j] = quant_matrix(type, w[j], rows[j], norm.n);
+    one.y[j] = y[j];
+  }
+  return launch_gemv_one_token(type, one, QuantActs{}, stream, &norm);
+}
+
 cudaError_t gemv_quant(DType type, const void* w, int64_t rows, int64_t cols, const float* x,
                        int64_t T, float* y, void* acts_scratch, cudaStream_t stream) {
   const SplitLayout layout = split_layout(type);

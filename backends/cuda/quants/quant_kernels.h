@@ -39,6 +39,28 @@ cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const in
                                       const void* acts_scratch, int64_t acts_T, int64_t t0,
                                       int64_t T, cudaStream_t stream);
 
+// One token's RMSNorm folded into the products that read it: y[j] = w[j] * out, where
+// out = rms_norm(x + y) * weight (x + y written back to x; without y, rms_norm(x)), n values.
+// Every block of the launch computes the norm itself, in the order of the norm kernels (bits
+// equal to add_rms_norm or rms_norm with acts, then gemv_group_quantized_acts), so the norm's
+// own launch and its chain of work leave the step. The last block to have read x writes x,
+// out and the quantized acts (`acts`, as the norm would have); `counter` is zeroed and left
+// zeroed. Returns false without launching where the fold does not apply (a type without the
+// paired one-token GEMV, cols != n, or an output over x, y or out); the caller then runs the
+// norm and the product separately.
+struct FoldedNorm {
+  float* x = nullptr;
+  const float* y = nullptr;
+  const float* weight = nullptr;
+  float eps = 0.f;
+  int64_t n = 0;
+  float* out = nullptr;
+  Int8ActsOut acts;
+  unsigned* counter = nullptr;
+};
+bool gemv_group_folded_norm(DType type, const void* const* w, const int64_t* rows, float* const* y,
+                            int n, const FoldedNorm& norm, cudaStream_t stream);
+
 // A few dozen tokens (tile_mma.cu): y[T, rows] = x * W^T with x given as half rows scaled
 // per token (acts_to_f16) and the scale undone on y. Weights are read once per 64 tokens.
 // Splitting over columns needs `partial` (tile_matmul_partial_floats floats) and zeroed

@@ -45,6 +45,7 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
   if (const char* env = std::getenv("HOSTLM_CUDA_PREFILL_TILE_MI"))
     tile_elems_max_ = static_cast<size_t>(std::clamp<int64_t>(std::atoll(env), 1, 4096)) << 20;
   if (const char* env = std::getenv("HOSTLM_CUDA_FUSE_QUANTIZE")) fuse_quantize_ = env[0] != '0';
+  if (const char* env = std::getenv("HOSTLM_CUDA_FOLD_NORM")) fold_norms_ = env[0] == '1';
   if (const char* env = std::getenv("HOSTLM_CUDA_TILE_TOKENS"))
     tile_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
   if (tile_tokens_ > 0) {
@@ -67,6 +68,7 @@ QuantMatmul::~QuantMatmul() {
   cudaFree(tile_);
   cudaFree(partial_);
   cudaFree(counters_);
+  cudaFree(fold_counter_);
   cudaFreeHost(staging_);
 }
 
@@ -177,6 +179,10 @@ void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
   }
   if (inv_scale_ == nullptr)
     inv_scale_ = static_cast<float*>(alloc_(kPrefillTokens * sizeof(float), "prefill scales"));
+  if (fold_counter_ == nullptr) {
+    fold_counter_ = static_cast<unsigned*>(alloc_(sizeof(unsigned), "the folded-norm counter"));
+    check(cudaMemset(fold_counter_, 0, sizeof(unsigned)), "zeroing the folded-norm counter");
+  }
   if (want_partial > partial_floats_) {
     free_device(reinterpret_cast<void*&>(partial_));
     partial_floats_ = 0;
@@ -199,8 +205,65 @@ void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
   }
 }
 
+bool QuantMatmul::can_defer_norm(int64_t n) const {
+  return fold_norms_ && fuse_quantize_ && fold_counter_ != nullptr && acts_q_ != nullptr && n > 0 &&
+         n % 32 == 0 && n <= max_cols_ && n <= kNormQuantizeMax && gemv_tokens_ >= 1;
+}
+
+void QuantMatmul::defer_norm(float* x, const float* y, const float* weight, float eps, int64_t n,
+                             float* out) {
+  flush_norm();
+  norm_ = DeferredNorm{true, x, y, weight, eps, n, out};
+  acts_x_ = f16_x_ = nullptr;
+}
+
+void QuantMatmul::flush_norm() {
+  if (!norm_.active) return;
+  const DeferredNorm d = norm_;
+  norm_.active = false;
+  const Int8ActsOut acts = produce_acts(d.out, d.n);
+  if (d.y != nullptr)
+    check(add_rms_norm(d.x, d.y, 1, d.n, d.weight, d.eps, d.out, stream_, acts), "add_rms_norm");
+  else
+    check(rms_norm(d.x, static_cast<size_t>(d.n), d.out, static_cast<size_t>(d.n), 1, d.n, d.weight,
+                   d.eps, stream_, acts),
+          "rms_norm");
+}
+
+bool QuantMatmul::fold_norm(const Weight* const* ws, float* const* ys, int n) {
+  if (n < 1 || n > kGemvGroupMax || ws[0]->cols != norm_.n) return false;
+  const void* data[kGemvGroupMax];
+  int64_t rows[kGemvGroupMax];
+  for (int j = 0; j < n; ++j) {
+    if (ws[j]->type != ws[0]->type || ws[j]->cols != norm_.n) return false;
+    data[j] = ws[j]->data;
+    rows[j] = ws[j]->rows;
+  }
+  FoldedNorm f;
+  f.x = norm_.x;
+  f.y = norm_.y;
+  f.weight = norm_.weight;
+  f.eps = norm_.eps;
+  f.n = norm_.n;
+  f.out = norm_.out;
+  f.acts = acts_out(acts_q_, norm_.n);
+  f.counter = fold_counter_;
+  if (!gemv_group_folded_norm(ws[0]->type, data, rows, ys, n, f, stream_)) return false;
+  check(cudaGetLastError(), "matmul (gemv with the norm folded in)");
+  norm_.active = false;
+  acts_x_ = norm_.out;  // its last block wrote the quantized copy too
+  acts_n_ = norm_.n;
+  return true;
+}
+
 void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   if (T <= 0 || w.rows == 0) return;
+  if (norm_.active) {
+    const Weight* ws[1] = {&w};
+    float* ys[1] = {y};
+    if (T == 1 && x == norm_.out && fold_norm(ws, ys, 1)) return;
+    flush_norm();
+  }
   if (T <= gemv_tokens_) {
     quantized_acts(x, T, w.cols);
     for (int64_t t0 = 0; t0 < T; t0 += kQuantGemvMaxTokens) {
@@ -239,6 +302,10 @@ Int8ActsOut QuantMatmul::produce_acts(const float* x, int64_t n) {
 void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
                                int64_t T) {
   if (T <= 0 || n <= 0) return;
+  if (norm_.active) {
+    if (T == 1 && x == norm_.out && fold_norm(ws, ys, n)) return;
+    flush_norm();
+  }
   if (!groups(T) || n == 1) {
     for (int j = 0; j < n; ++j) matmul(*ws[j], x, T, ys[j]);
     return;

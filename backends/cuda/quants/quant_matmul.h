@@ -46,8 +46,23 @@ class QuantMatmul {
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
   // Decode matmuls of the same input in a row quantize it once: the caller says when device
-  // memory may have changed under the last input (any op other than matmul).
-  void forget_acts() { acts_x_ = f16_x_ = nullptr; }
+  // memory may have changed under the last input (any op other than matmul). Runs a deferred
+  // norm first.
+  void forget_acts() {
+    flush_norm();
+    acts_x_ = f16_x_ = nullptr;
+  }
+  // A one-row RMSNorm (x += y when y is set, then out = rms_norm(x) * weight; device
+  // pointers, n values) whose launch waits for the next op: a one-token product of `out` folds
+  // it into its own blocks (gemv_group_folded_norm), meant to save the norm's launch and chain
+  // of work (3.6 us per norm of a 9B decode step); anything else runs it first. Off unless
+  // HOSTLM_CUDA_FOLD_NORM=1 (can_defer_norm is false otherwise): measured on an H200 the folded
+  // products ran about 20 us longer each, for a cause not found yet
+  // (bench/results/2026-12-02-h200-s17/README.md).
+  bool can_defer_norm(int64_t n) const;
+  void defer_norm(float* x, const float* y, const float* weight, float eps, int64_t n, float* out);
+  // Launches a deferred norm, if any, as the norm kernel with its quantized output.
+  void flush_norm();
   // Where the kernel about to write x (n = T * cols values) may also write it quantized for
   // the GEMV (cuda/kernels.h), which the next matmul on x then uses instead of quantizing it;
   // all null when n is not a multiple of 32 or exceeds the scratch. Call after forget_acts,
@@ -68,6 +83,8 @@ class QuantMatmul {
 
  private:
   void reserve_scratch(DType type, int64_t rows, int64_t cols);
+  // The deferred norm folded into one launch of these products of its output, if they allow.
+  bool fold_norm(const Weight* const* ws, float* const* ys, int n);
   // x quantized for the GEMV in acts_q_, unless it is there already.
   void quantized_acts(const float* x, int64_t T, int64_t cols);
   void upload_split(const TensorView& view, uint8_t* device);
@@ -106,7 +123,18 @@ class QuantMatmul {
   int64_t max_cols_ = 0;
   void* tile_ = nullptr;
   size_t tile_elems_ = 0;
-  size_t tile_elems_max_;  // the most weights one prefill tile expands
+  struct DeferredNorm {
+    bool active = false;
+    float* x = nullptr;
+    const float* y = nullptr;
+    const float* weight = nullptr;
+    float eps = 0.f;
+    int64_t n = 0;
+    float* out = nullptr;
+  } norm_;
+  bool fold_norms_ = false;           // HOSTLM_CUDA_FOLD_NORM=1
+  unsigned* fold_counter_ = nullptr;  // zeroed; each folded launch leaves it zeroed
+  size_t tile_elems_max_;             // the most weights one prefill tile expands
 };
 
 }  // namespace hostlm::cuda::quants

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cuda/arrive.cuh"
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
@@ -94,14 +95,7 @@ __device__ __forceinline__ int64_t id_of(unsigned long long key, const Params& p
 __device__ __forceinline__ bool last_to_arrive(RowState& st, unsigned blocks) {
   __shared__ bool last;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned before;
-    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(&st.arrived)
-                 : "memory");
-    last = before == blocks - 1;
-  }
+  if (threadIdx.x == 0) last = arrive(&st.arrived) == blocks - 1;
   __syncthreads();
   return last;
 }

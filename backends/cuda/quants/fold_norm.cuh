@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "cuda/arrive.cuh"
 #include "cuda/common.cuh"
 #include "cuda/quants/acts_quant.cuh"
 #include "cuda/quants/pieces.h"
@@ -75,19 +76,13 @@ __device__ __forceinline__ QuantActs fold_norm(const FoldedNorm& f, int threads,
 
 // After a block's products: the last block of the launch to get here (so every block has
 // read x and y) writes what the norm kernel would have written: x + y back to x, the norm's
-// output, and the quantized copy the block holds in shared memory. The counter is taken with
-// release/acquire order only; a full fence there cost more than the norm it replaces.
+// output, and the quantized copy the block holds in shared memory (counted by arrive.cuh).
 __device__ __forceinline__ void fold_norm_writes(const FoldedNorm& f, const QuantActs& staged,
                                                  float inv) {
   __shared__ bool last;
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned before;
-    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(f.counter)
-                 : "memory");
-    last = before == gridDim.x - 1;
+    last = arrive(f.counter) == gridDim.x - 1;
     if (last) *f.counter = 0;
   }
   __syncthreads();

@@ -213,14 +213,22 @@ bool QuantMatmul::can_defer_norm(int64_t n) const {
 void QuantMatmul::defer_norm(float* x, const float* y, const float* weight, float eps, int64_t n,
                              float* out) {
   flush_norm();
-  norm_ = DeferredNorm{true, x, y, weight, eps, n, out};
+  norm_.x = x;
+  norm_.y = y;
+  norm_.weight = weight;
+  norm_.eps = eps;
+  norm_.n = n;
+  norm_.out = out;
+  norm_.acts = acts_out(acts_q_, n);
+  norm_.counter = fold_counter_;
+  norm_active_ = true;
   acts_x_ = f16_x_ = nullptr;
 }
 
 void QuantMatmul::flush_norm() {
-  if (!norm_.active) return;
-  const DeferredNorm d = norm_;
-  norm_.active = false;
+  if (!norm_active_) return;
+  const FoldedNorm d = norm_;
+  norm_active_ = false;
   const Int8ActsOut acts = produce_acts(d.out, d.n);
   if (d.y != nullptr)
     check(add_rms_norm(d.x, d.y, 1, d.n, d.weight, d.eps, d.out, stream_, acts), "add_rms_norm");
@@ -239,18 +247,9 @@ bool QuantMatmul::fold_norm(const Weight* const* ws, float* const* ys, int n) {
     data[j] = ws[j]->data;
     rows[j] = ws[j]->rows;
   }
-  FoldedNorm f;
-  f.x = norm_.x;
-  f.y = norm_.y;
-  f.weight = norm_.weight;
-  f.eps = norm_.eps;
-  f.n = norm_.n;
-  f.out = norm_.out;
-  f.acts = acts_out(acts_q_, norm_.n);
-  f.counter = fold_counter_;
-  if (!gemv_group_folded_norm(ws[0]->type, data, rows, ys, n, f, stream_)) return false;
+  if (!gemv_group_folded_norm(ws[0]->type, data, rows, ys, n, norm_, stream_)) return false;
   check(cudaGetLastError(), "matmul (gemv with the norm folded in)");
-  norm_.active = false;
+  norm_active_ = false;
   acts_x_ = norm_.out;  // its last block wrote the quantized copy too
   acts_n_ = norm_.n;
   return true;
@@ -258,7 +257,7 @@ bool QuantMatmul::fold_norm(const Weight* const* ws, float* const* ys, int n) {
 
 void QuantMatmul::matmul(const Weight& w, const float* x, int64_t T, float* y) {
   if (T <= 0 || w.rows == 0) return;
-  if (norm_.active) {
+  if (norm_active_) {
     const Weight* ws[1] = {&w};
     float* ys[1] = {y};
     if (T == 1 && x == norm_.out && fold_norm(ws, ys, 1)) return;
@@ -302,7 +301,7 @@ Int8ActsOut QuantMatmul::produce_acts(const float* x, int64_t n) {
 void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
                                int64_t T) {
   if (T <= 0 || n <= 0) return;
-  if (norm_.active) {
+  if (norm_active_) {
     if (T == 1 && x == norm_.out && fold_norm(ws, ys, n)) return;
     flush_norm();
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/kernels.h"
+#include "cuda/quants/quant_kernels.h"
 #include "hostlm/ops.h"
 #include "hostlm/tensor_view.h"
 
@@ -123,15 +124,8 @@ class QuantMatmul {
   int64_t max_cols_ = 0;
   void* tile_ = nullptr;
   size_t tile_elems_ = 0;
-  struct DeferredNorm {
-    bool active = false;
-    float* x = nullptr;
-    const float* y = nullptr;
-    const float* weight = nullptr;
-    float eps = 0.f;
-    int64_t n = 0;
-    float* out = nullptr;
-  } norm_;
+  FoldedNorm norm_;  // the deferred norm, when norm_active_ (its acts and counter set here)
+  bool norm_active_ = false;
   bool fold_norms_ = false;           // HOSTLM_CUDA_FOLD_NORM=1
   unsigned* fold_counter_ = nullptr;  // zeroed; each folded launch leaves it zeroed
   size_t tile_elems_max_;             // the most weights one prefill tile expands

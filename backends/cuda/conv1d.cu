@@ -4,6 +4,7 @@
 // (one launch doing both when every sequence has a single row: decode). Every sequence of a
 // batch (kernels.h: RecurrentSeqs) in the same launches.
 #include "common.cuh"
+#include "conv_step.cuh"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -72,20 +73,9 @@ __global__ void conv1d_silu_step_kernel(const RecurrentSeqs seqs, const float* x
   if (c >= channels || seqs.T[s] == 0) return;
   const int64_t row = seqs.row[s] * channels + c;
   float* conv_state = seqs.conv_state[s];
-  const int64_t hist = K - 1;
-  float window[kConvMaxKernel];
-#pragma unroll
-  for (int64_t r = 0; r < kConvMaxKernel - 1; ++r)
-    if (r < hist) window[r] = conv_state[r * channels + c];
-  const float xin = x[row];
-  float sum = 0.f;
-#pragma unroll
-  for (int64_t r = 0; r < kConvMaxKernel; ++r)
-    if (r < K) sum += weight[c * K + r] * (r < hist ? window[r] : xin);
-  out[row] = silu(sum);
-#pragma unroll
-  for (int64_t r = 0; r + 1 < kConvMaxKernel; ++r)
-    if (r < hist) conv_state[r * channels + c] = r + 1 < hist ? window[r + 1] : xin;
+  ConvChannel<kConvMaxKernel> channel;
+  channel.load(weight, conv_state, channels, static_cast<int>(K), c);
+  out[row] = channel.step(conv_state, channels, static_cast<int>(K), c, x[row]);
 }
 
 }  // namespace

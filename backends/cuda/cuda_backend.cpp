@@ -191,6 +191,7 @@ class CudaBackend final : public Backend {
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
+    if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
     if (const char* parts = std::getenv("HOSTLM_CUDA_BF16_PARTS"))
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
@@ -513,6 +514,53 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // One decoding sequence: the convolution runs in the epilogue of the one-token product of
+  // the first matrix's group (ConvStep), which saves its launch (one a delta-rule layer).
+  // HOSTLM_CUDA_FUSE_CONV=0 launches it apart.
+  void matmul_same_input_conv1d(std::span<const MatmulOut> outs, const float* x, int64_t T,
+                                std::span<const SequenceSlice> seqs, int64_t channels, int64_t K,
+                                const float* weight, float* conv_out) override {
+    constexpr int kMax = quants::kGemvGroupMax;
+    if (!fuse_conv_ || outs.empty() || outs.size() > 16 || T != 1 || seqs.size() != 1 ||
+        seqs[0].T != 1 || seqs[0].row != 0 || K < 1 || K > quants::kFusedConvMaxK ||
+        outs[0].w->rows != channels || !quants::QuantMatmul::supports(outs[0].w->type) ||
+        !quant_->groups(1))
+      return Backend::matmul_same_input_conv1d(outs, x, T, seqs, channels, K, weight, conv_out);
+    // The first matrix's group as matmul_same_input would make it; the rest go there after.
+    const Weight& w0 = *outs[0].w;
+    const Weight* ws[kMax] = {&w0};
+    float* ys[kMax] = {outs[0].y};
+    int n = 1;
+    std::array<MatmulOut, 16> rest;
+    size_t n_rest = 0;
+    for (size_t j = 1; j < outs.size(); ++j) {
+      if (n < kMax && outs[j].w->type == w0.type && outs[j].w->cols == w0.cols &&
+          outs[j].w->rows > 0) {
+        ws[n] = outs[j].w;
+        ys[n++] = outs[j].y;
+      } else {
+        rest[n_rest++] = outs[j];
+      }
+    }
+    {
+      const auto timed = profile_->scope("matmul (gemv) + conv1d");
+      const float* w = host_array(weight, static_cast<size_t>(channels * K));
+      const quants::ConvStep conv{w, seqs[0].conv_state, conv_out, channels, static_cast<int>(K)};
+      if (!skip_matmul_group_conv(ws, ys, n, x, conv) &&
+          !quant_->matmul_group_conv(ws, ys, n, x, conv)) {
+        quant_->matmul_group(ws, ys, n, x, T);
+        cuda::RecurrentSeqs one;
+        one.n = 1;
+        one.T[0] = 1;
+        one.row[0] = 0;
+        one.conv_state[0] = seqs[0].conv_state;
+        one.state[0] = nullptr;
+        check(cuda::conv1d_silu(one, 1, ys[0], channels, K, w, conv_out, stream_), "conv1d_silu");
+      }
+    }
+    if (n_rest > 0) matmul_same_input({rest.data(), n_rest}, x, T);
+  }
+
   // The profile tells the decode GEMV, the few-token tile product and prefill apart.
   const char* matmul_label(int64_t T) const {
     return quant_->groups(T)                       ? "matmul (gemv)"
@@ -774,7 +822,8 @@ class CudaBackend final : public Backend {
     kDeltaRule,
     kGatedRmsNorm,
     kMatmulGroup,
-    kQkNormRope
+    kQkNormRope,
+    kMatmulGroupConv
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
@@ -827,6 +876,14 @@ class CudaBackend final : public Backend {
       step_.add(ws[j]->cols);
       step_.add(ys[j]);
     }
+    return mode_ == UploadMode::replay;
+  }
+  // The same with the convolution of the first matrix's rows.
+  bool skip_matmul_group_conv(const Weight* const* ws, float* const* ys, int n, const float* x,
+                              const quants::ConvStep& conv) {
+    if (mode_ == UploadMode::live) return false;
+    skip_matmul_group(ws, ys, n, x, 1);
+    step_.op(kMatmulGroupConv, conv.weight, conv.state, conv.out, conv.channels, conv.K);
     return mode_ == UploadMode::replay;
   }
   // A replayed step found it cannot match its recording (end_step reports it).
@@ -1049,6 +1106,7 @@ class CudaBackend final : public Backend {
   // Backend::best_logits_rows: device state and results, and their pinned host copy. On
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
+  bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
   void* best_scratch_ = nullptr;
   size_t best_scratch_bytes_ = 0;
   void* best_host_ = nullptr;

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "cuda/common.cuh"
+#include "cuda/conv_step.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/quants/fold_norm.cuh"
 #include "cuda/quants/gemv_one_token.h"
@@ -58,6 +59,7 @@ struct Launch {
   FoldedNorm norm;       // with kFold: the norm whose output the products read
   int norm_threads;      // rms_norm_threads(norm.n): the partition of its sum of squares
   unsigned fold_offset;  // bytes of dynamic shared memory before the fold's area
+  ConvStep conv;         // with kConv: the convolution of the first matrix's rows
 };
 
 __device__ __forceinline__ void cp_async(unsigned dst, const uint8_t* src, int chunk) {
@@ -264,10 +266,11 @@ struct WarpRows {
   }
 };
 
-template <class Q, class Lanes, bool kFold>
+// conv_rows: this matrix's rows go through l.conv instead of into y (kConv only).
+template <class Q, class Lanes, bool kFold, bool kConv>
 __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, float* y,
                                             const Launch& l, int64_t block, uint8_t* smem,
-                                            float* partial) {
+                                            float* partial, bool conv_rows) {
   const Plan plan = l.plan;
   const StageLayout& layout = l.stage;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -294,6 +297,24 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
   pdl_begin();
   float inv = 0.f;
   if constexpr (kFold) x = fold_norm(l.norm, l.norm_threads, smem + l.fold_offset, inv);
+  // With the convolution, the thread that writes a row holds that channel's state and taps,
+  // loaded now so that they are in by the end: lane l of a warp for the warp's row l (one
+  // segment), thread t of the block for the block's row t (several, summed at the end).
+  ConvChannel<kFusedConvMaxK> channel;
+  int64_t conv_row = -1;
+  float conv_in = 0.f;  // one segment: the product of the row this lane convolves
+  if constexpr (kConv) {
+    if (conv_rows) {
+      const int t = static_cast<int>(threadIdx.x);
+      if (plan.segments == 1 && lane < n_rows)
+        conv_row = row0 + lane;
+      else if (plan.segments > 1 && t < plan.rows_per_block() &&
+               block * plan.rows_per_block() + t < w.rows)
+        conv_row = block * plan.rows_per_block() + t;
+      if (conv_row >= 0)
+        channel.load(l.conv.weight, l.conv.state, l.conv.channels, l.conv.K, conv_row);
+    }
+  }
 
   Lanes lanes;
   lanes.load(x, segment, lane, n_pieces, rows.view(0));
@@ -304,8 +325,10 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
     if (r + kStages - 1 < n_rows) rows.fetch(row0 + r + kStages - 1, (r + kStages - 1) % kStages);
     cp_async_commit();
     const float acc = lanes.dot(rows.view(r % kStages));
-    const float s = warp_sum(acc);
-    if (lane == 0) {
+    const float s = warp_sum(acc);  // in every lane
+    if (kConv && conv_rows && plan.segments == 1) {
+      if (lane == r) conv_in = s;
+    } else if (lane == 0) {
       if (plan.segments == 1)
         y[row0 + r] = s;
       else
@@ -313,6 +336,11 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
     }
   }
   if constexpr (kFold) fold_norm_writes(l.norm, x, inv);
+  if constexpr (kConv) {
+    if (conv_rows && plan.segments == 1 && conv_row >= 0)
+      l.conv.out[conv_row] =
+          channel.step(l.conv.state, l.conv.channels, l.conv.K, conv_row, conv_in);
+  }
   if (plan.segments == 1) return;
   __syncthreads();
   const int t = static_cast<int>(threadIdx.x);
@@ -320,19 +348,22 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
   if (t < plan.rows_per_block() && row < w.rows) {
     float s = partial[t];
     for (int k = 1; k < plan.segments; ++k) s += partial[k * plan.rows_per_block() + t];
-    y[row] = s;
+    if (kConv && conv_rows)
+      l.conv.out[row] = channel.step(l.conv.state, l.conv.channels, l.conv.K, row, s);
+    else
+      y[row] = s;
   }
 }
 
-template <class Q, bool kPaired, bool kFold>
+template <class Q, bool kPaired, bool kFold, bool kConv>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_one_token_kernel(const Launch l, QuantActs x) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float partial[kMaxWarps * kMaxRowsPerWarp];
   int j = 0;
   while (j + 1 < l.n && blockIdx.x >= l.first[j + 1]) ++j;
-  matrix_rows<Q, LanesOf<Q, kPaired>, kFold>(l.w[j], x, l.y[j], l, blockIdx.x - l.first[j], smem,
-                                             partial);
+  matrix_rows<Q, LanesOf<Q, kPaired>, kFold, kConv>(l.w[j], x, l.y[j], l, blockIdx.x - l.first[j],
+                                                    smem, partial, kConv && j == 0);
 }
 
 int rows_per_warp_override() {
@@ -390,10 +421,10 @@ int rows_per_warp(int groups, int64_t total_rows, int resident_blocks) {
 
 // Launches `l` (its stage layout, segments and groups set), or returns false when the shared
 // memory or the occupancy does not allow it.
-template <class Q, bool kPaired, bool kFold>
+template <class Q, bool kPaired, bool kFold, bool kConv>
 bool launch_staged(Launch l, int64_t total_rows, const OneTokenTargets& targets, const QuantActs& x,
                    cudaStream_t stream) {
-  const auto kernel = gemv_one_token_kernel<Q, kPaired, kFold>;
+  const auto kernel = gemv_one_token_kernel<Q, kPaired, kFold, kConv>;
   const int warps = l.plan.groups * l.plan.segments;
   const size_t rings = size_t{static_cast<unsigned>(warps)} * kStages * l.stage.bytes;
   l.fold_offset = static_cast<unsigned>((rings + 15) / 16 * 16);
@@ -437,8 +468,11 @@ bool launch_staged(Launch l, int64_t total_rows, const OneTokenTargets& targets,
 }  // namespace
 
 bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const QuantActs& x,
-                           cudaStream_t stream, const FoldedNorm* norm) {
+                           cudaStream_t stream, const FoldedNorm* norm, const ConvStep* conv) {
   if (!enabled() || targets.n < 1 || targets.n > kGemvGroupMax) return false;
+  if (conv != nullptr && (norm != nullptr || conv->channels != targets.w[0].rows || conv->K < 1 ||
+                          conv->K > kFusedConvMaxK))
+    return false;
   if (norm != nullptr && (!pairs_enabled() || norm->n != targets.w[0].cols || norm->n % 32 != 0 ||
                           norm->n > kNormQuantizeMax))
     return false;
@@ -461,21 +495,26 @@ bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const Qua
       }
       l.plan.segments = segments;
       l.plan.groups = std::max(1, kWantedWarps / segments);
+      if (conv != nullptr) l.conv = *conv;
       if constexpr (kHasPairs<Q>) {
         if (norm != nullptr) {
           l.norm = *norm;
           l.norm_threads = rms_norm_threads(norm->n);
           if (l.norm_threads / 32 > kFoldPerWarp * l.plan.groups * segments) return;
-          launched = launch_staged<Q, true, true>(l, total_rows, targets, x, stream);
+          launched = launch_staged<Q, true, true, false>(l, total_rows, targets, x, stream);
           return;
         }
         if (pairs_enabled()) {
-          launched = launch_staged<Q, true, false>(l, total_rows, targets, x, stream);
+          launched = conv != nullptr
+                         ? launch_staged<Q, true, false, true>(l, total_rows, targets, x, stream)
+                         : launch_staged<Q, true, false, false>(l, total_rows, targets, x, stream);
           return;
         }
       }
       if (norm != nullptr) return;
-      launched = launch_staged<Q, false, false>(l, total_rows, targets, x, stream);
+      launched = conv != nullptr
+                     ? launch_staged<Q, false, false, true>(l, total_rows, targets, x, stream)
+                     : launch_staged<Q, false, false, false>(l, total_rows, targets, x, stream);
     }
   });
   return launched;

@@ -21,8 +21,10 @@ struct OneTokenTargets {
 // (the caller then uses the general GEMV). HOSTLM_CUDA_GEMV_ONE_TOKEN=0 makes it always
 // decline; HOSTLM_CUDA_GEMV_ROWS=N (1-16) fixes the rows each warp computes.
 // With `norm`, the activations are not read from `x` but computed by every block from the
-// norm's input (gemv_group_folded_norm in quant_kernels.h).
+// norm's input (gemv_group_folded_norm in quant_kernels.h). With `conv` (not with `norm`), the
+// first matrix's rows go through the convolution instead of into y[0] (ConvStep).
 bool launch_gemv_one_token(DType type, const OneTokenTargets& targets, const QuantActs& x,
-                           cudaStream_t stream, const FoldedNorm* norm = nullptr);
+                           cudaStream_t stream, const FoldedNorm* norm = nullptr,
+                           const ConvStep* conv = nullptr);
 
 }  // namespace hostlm::cuda::quants

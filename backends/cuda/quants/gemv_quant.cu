@@ -169,11 +169,14 @@ cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t
 cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const int64_t* rows,
                                       float* const* y, int n, int64_t cols,
                                       const void* acts_scratch, int64_t acts_T, int64_t t0,
-                                      int64_t T, cudaStream_t stream) {
+                                      int64_t T, cudaStream_t stream, const ConvStep* conv) {
   const SplitLayout layout = split_layout(type);
   if (layout.n_regions == 0 || n < 1 || n > kGemvGroupMax || T < 1 || T > kQuantGemvMaxTokens ||
       t0 < 0 || t0 + T > acts_T || cols % layout.block_elems != 0)
     return cudaErrorInvalidValue;
+  if (conv != nullptr &&
+      (T != 1 || conv->channels != rows[0] || conv->K < 1 || conv->K > kFusedConvMaxK))
+    return cudaErrorNotSupported;
   const QuantActs all = acts_in(const_cast<void*>(acts_scratch), acts_T, cols);
   const QuantActs acts{all.q + t0 * cols, all.d + t0 * cols / 32, all.s16 + t0 * cols / 16, cols};
   GemvGroup g{};
@@ -189,8 +192,9 @@ cudaError_t gemv_group_quantized_acts(DType type, const void* const* w, const in
       one.w[j] = g.w[j];
       one.y[j] = g.y[j];
     }
-    if (launch_gemv_one_token(type, one, acts, stream)) return cudaGetLastError();
+    if (launch_gemv_one_token(type, one, acts, stream, nullptr, conv)) return cudaGetLastError();
   }
+  if (conv != nullptr) return cudaErrorNotSupported;
   with_quant_type(
       type, [&](auto q) { gemv_for_tokens<decltype(q)>(acts, static_cast<int>(T), stream, g); });
   return cudaGetLastError();

@@ -329,6 +329,30 @@ void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n,
     if (ys[j] < x + T * cols && x < ys[j] + T * rows[j]) forget_acts();
 }
 
+bool QuantMatmul::matmul_group_conv(const Weight* const* ws, float* const* ys, int n,
+                                    const float* x, const ConvStep& conv) {
+  if (!groups(1) || n < 1 || n > kGemvGroupMax) return false;
+  const int64_t cols = ws[0]->cols;
+  const void* data[kGemvGroupMax];
+  int64_t rows[kGemvGroupMax];
+  for (int j = 0; j < n; ++j) {
+    if (ws[j]->type != ws[0]->type || ws[j]->cols != cols) return false;
+    data[j] = ws[j]->data;
+    rows[j] = ws[j]->rows;
+  }
+  flush_norm();
+  quantized_acts(x, 1, cols);
+  const cudaError_t e = gemv_group_quantized_acts(ws[0]->type, data, rows, ys, n, cols, acts_q_, 1,
+                                                  0, 1, stream_, &conv);
+  if (e == cudaErrorNotSupported) return false;
+  check(e, "matmul (one-token gemv with the conv1d)");
+  const auto over_x = [&](const float* p, int64_t count) { return p < x + cols && x < p + count; };
+  bool stale = over_x(conv.out, conv.channels);
+  for (int j = 1; j < n; ++j) stale = stale || over_x(ys[j], rows[j]);
+  if (stale) forget_acts();
+  return true;
+}
+
 void QuantMatmul::half_acts(const float* x, int64_t T, int64_t cols) {
   if (x == f16_x_ && T == f16_T_ && cols == f16_cols_) return;
   check(acts_to_f16(x, T, cols, acts_f16_, inv_scale_, stream_), "matmul (activations to half)");

@@ -44,6 +44,12 @@ class QuantMatmul {
   // matmul(*ws[j], x, T, ys[j]) for n <= kGemvGroupMax (quant_kernels.h) matrices of one type
   // and cols: one launch where groups(T), else one matmul each.
   void matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x, int64_t T);
+  // One token: matmul_group with the convolution applied to the first matrix's rows as they
+  // are written (ConvStep, quant_kernels.h; ys[0] is not written), in one launch. Returns
+  // false, having launched nothing but perhaps the quantized input, where the one-token
+  // product does not take it; the caller then runs the products and the convolution apart.
+  bool matmul_group_conv(const Weight* const* ws, float* const* ys, int n, const float* x,
+                         const ConvStep& conv);
   // out[t] = row device_tokens[t] of `table` as float32 (ids already validated).
   void embed(const Weight& table, const int32_t* device_tokens, int64_t T, float* out);
   // Decode matmuls of the same input in a row quantize it once: the caller says when device

@@ -220,6 +220,16 @@ class Backend {
       conv1d_silu(x + sl.row * channels, sl.T, channels, K, weight, sl.conv_state,
                   out + sl.row * channels);
   }
+  // A delta-rule layer's input projections and their convolution: matmul_same_input(outs, x,
+  // T), then conv1d_silu_seqs(seqs, outs[0].y, channels, K, weight, conv_out), which is what
+  // the default does. One call so that a backend can convolve the first product's rows as it
+  // writes them; outs[0].y then holds nothing useful afterwards (read conv_out).
+  virtual void matmul_same_input_conv1d(std::span<const MatmulOut> outs, const float* x, int64_t T,
+                                        std::span<const SequenceSlice> seqs, int64_t channels,
+                                        int64_t K, const float* weight, float* conv_out) {
+    matmul_same_input(outs, x, T);
+    conv1d_silu_seqs(seqs, outs[0].y, channels, K, weight, conv_out);
+  }
   virtual void gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, const DeltaRuleShape& shape,

@@ -30,7 +30,7 @@ std::vector<int64_t> scratch_widths(const ScratchNeeds& n) {
   };
 }
 
-// Scratch use: 0 = q (+gate), 1 = k then the attention output, 2 = v then the gates,
+// Scratch use: 0 = q (+gate), 1 = k then the attention output, 2 = v,
 // 3 = the normed, rotated queries.
 void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
                              const int32_t* positions, std::span<const PagedSequence> seqs,
@@ -58,10 +58,9 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
   be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
   if (output_gate) {
-    // Gates: the second half of each head's rows in qg; compact them next to the output.
-    float* gate = v;
-    be.copy_rows(gate, head_dim, qg + head_dim, q_head_stride, T * n_head, head_dim);
-    be.mul_sigmoid(attn, gate, static_cast<size_t>(n_head * head_dim), T, n_head * head_dim);
+    // Each head's gate is the second half of its rows in qg: read in place, one head a row
+    // (a copy to compact them first was a graph node of its own in every attention layer).
+    be.mul_sigmoid(attn, qg + head_dim, q_head_stride, T * n_head, head_dim);
   }
   be.matmul(wo, attn, T, out);
 }
@@ -80,8 +79,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
       s.width(2) < value_dim + 2 * shape.n_v_heads || s.width(3) < value_dim)
     throw Error("scratch too small for the delta rule");
   const MatmulOut in_outs[] = {{&w_qkv, qkv}, {&w_z, z}, {&w_alpha, alpha}, {&w_beta, beta}};
-  be.matmul_same_input(in_outs, x, T);
-  be.conv1d_silu_seqs(slices, qkv, channels, conv_kernel, conv_weight.data(), conv);
+  be.matmul_same_input_conv1d(in_outs, x, T, slices, channels, conv_kernel, conv_weight.data(),
+                              conv);
   be.gated_delta_rule_seqs(slices, conv, alpha, beta, a_neg.data(), dt_bias.data(), shape, core);
   be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
   be.matmul(w_out, core, T, out);

@@ -40,6 +40,7 @@ class Qwen35Model final : public Model {
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
 
+    backend_.expect_batch_tokens(std::max<int64_t>(1, options.max_batch));
     if (options.host_backend != nullptr && options.gpu_layers >= 0 &&
         options.gpu_layers < c.n_layers) {
       host_ = options.host_backend;

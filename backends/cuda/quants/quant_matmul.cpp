@@ -150,6 +150,12 @@ void QuantMatmul::upload_split(const TensorView& view, uint8_t* device) {
   }
 }
 
+void QuantMatmul::expect_batch_tokens(int64_t tokens) {
+  // Never below the tile product's tokens, which convert through the same scratch.
+  if (max_cols_ == 0)
+    prefill_tokens_ = std::clamp(tokens, std::max<int64_t>(tile_tokens_, 1), kPrefillTokens);
+}
+
 void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
   const auto all = static_cast<size_t>(rows * cols);
   const auto want_tile = std::max(std::min(all, static_cast<size_t>(kTileRowAlign * cols)),
@@ -174,11 +180,11 @@ void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
     acts_q_ = alloc_(quant_acts_bytes(std::max(kQuantGemvMaxTokens, gemv_tokens_), cols),
                      "the decode activation scratch");
     acts_f16_ =
-        alloc_(static_cast<size_t>(kPrefillTokens * cols) * 2, "the prefill activation scratch");
+        alloc_(static_cast<size_t>(prefill_tokens_ * cols) * 2, "the prefill activation scratch");
     max_cols_ = cols;
   }
   if (inv_scale_ == nullptr)
-    inv_scale_ = static_cast<float*>(alloc_(kPrefillTokens * sizeof(float), "prefill scales"));
+    inv_scale_ = static_cast<float*>(alloc_(prefill_tokens_ * sizeof(float), "prefill scales"));
   if (fold_counter_ == nullptr) {
     fold_counter_ = static_cast<unsigned*>(alloc_(sizeof(unsigned), "the folded-norm counter"));
     check(cudaMemset(fold_counter_, 0, sizeof(unsigned)), "zeroing the folded-norm counter");
@@ -383,16 +389,16 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
     tile_rows = tile_rows / kTileRowAlign * kTileRowAlign;
   const float one = 1.f, zero = 0.f;
   // Each tile is expanded once for all the tokens (a 2048-token step used to expand every
-  // matrix twice); the activations are converted per chunk of kPrefillTokens, again for each
+  // matrix twice); the activations are converted per chunk of prefill_tokens_, again for each
   // tile only when a matrix takes several tiles, which costs far less than its expansion.
-  if (T <= kPrefillTokens) half_acts(x, T, w.cols);
+  if (T <= prefill_tokens_) half_acts(x, T, w.cols);
   for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
     const int64_t nr = std::min(tile_rows, w.rows - r0);
     check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
           "matmul (dequantize tile)");
-    for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokens) {
-      const int64_t tc = std::min(kPrefillTokens, T - t0);
-      if (T > kPrefillTokens) {
+    for (int64_t t0 = 0; t0 < T; t0 += prefill_tokens_) {
+      const int64_t tc = std::min(prefill_tokens_, T - t0);
+      if (T > prefill_tokens_) {
         f16_x_ = nullptr;
         check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
               "matmul (activations to half)");
@@ -404,12 +410,12 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
                          &zero, y + t0 * w.rows + r0, CUDA_R_32F, static_cast<int>(w.rows),
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "matmul (cublasGemmEx, half)");
-      if (T > kPrefillTokens)  // inv_scale_ holds this chunk's scales only
+      if (T > prefill_tokens_)  // inv_scale_ holds this chunk's scales only
         check(scale_rows(y + t0 * w.rows + r0, w.rows, nr, tc, inv_scale_, stream_),
               "matmul (undo activation scale)");
     }
   }
-  if (T <= kPrefillTokens)
+  if (T <= prefill_tokens_)
     check(scale_rows(y, w.rows, w.rows, T, inv_scale_, stream_), "matmul (undo activation scale)");
   const auto* y_end = y + T * w.rows;
   if (y < x + T * w.cols && x < y_end) forget_acts();

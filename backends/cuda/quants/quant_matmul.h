@@ -39,6 +39,10 @@ class QuantMatmul {
   Weight load_host(const TensorView& view);
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
+  // Prefill converts at most this many tokens' activations at once (kPrefillTokens, or fewer
+  // when the model said it never passes more: Backend::expect_batch_tokens). Taken before the
+  // first load; later calls change nothing.
+  void expect_batch_tokens(int64_t tokens);
   // Whether matmul_group runs T tokens in one launch (the GEMV path).
   bool groups(int64_t T) const { return T <= gemv_tokens_; }
   // matmul(*ws[j], x, T, ys[j]) for n <= kGemvGroupMax (quant_kernels.h) matrices of one type
@@ -103,6 +107,7 @@ class QuantMatmul {
   cudaStream_t stream_;
   cublasHandle_t cublas_;
   int64_t gemv_tokens_ = kGemvTokens;
+  int64_t prefill_tokens_ = kPrefillTokens;  // tokens per prefill conversion (scratch rows)
   bool fuse_quantize_ = true;          // produce_acts; HOSTLM_CUDA_FUSE_QUANTIZE=0 turns it off
   int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
   AllocFn alloc_;

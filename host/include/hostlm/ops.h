@@ -82,6 +82,10 @@ class Backend {
 
   // Memory. load_weight may keep a pointer to `view.data` (the mapping must outlive the model).
   virtual Weight load_weight(const TensorView& view) = 0;
+  // The most tokens one forward call of the model will pass to an op, said before its weights
+  // load so that a backend can size per-token scratch to it instead of to its own maximum.
+  // Ops given more tokens still work, in pieces.
+  virtual void expect_batch_tokens(int64_t tokens) { (void)tokens; }
   // A table that only embed() reads (an untied token embedding). A GPU backend keeps it in
   // host memory that its kernels read over the bus, as llama.cpp does: a step reads a few
   // rows of it, and it is the largest tensor of a model.

@@ -316,6 +316,37 @@ TEST_F(CudaQuant, PrefillTilesTimesTokenChunks) {
   ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 
+// A backend told that the model passes at most 100 tokens a call (expect_batch_tokens) sizes
+// its prefill scratch to that and still multiplies 300 tokens, in chunks of 100, within the
+// same bounds; a later hint, after the first load, changes nothing.
+TEST_F(CudaQuant, PrefillBeyondTheExpectedBatchGoesInChunks) {
+  const QuantCase& c = case_of(DType::Q4_K);
+  const int64_t rows = 300, cols = 1024, T = 300;
+  std::mt19937 rng(9);
+  const std::vector<uint8_t> blocks =
+      testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+  const std::vector<float> w = testing::dequantize(c, blocks);
+  auto small = create_backend("cuda");
+  small->expect_batch_tokens(100);
+  const Weight wc = cpu_->load_weight(view_of("w.weight", c.type, rows, cols, blocks));
+  const Weight wg = small->load_weight(view_of("w.weight", c.type, rows, cols, blocks));
+  small->expect_batch_tokens(4096);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(T * cols));
+  for (float& v : x) v = u(rng);
+  for (int64_t k = 0; k < cols; ++k) x[static_cast<size_t>(150 * cols + k)] *= 3000.f;
+  std::vector<float> y_cpu(static_cast<size_t>(T * rows));
+  cpu_->matmul(wc, x.data(), T, y_cpu.data());
+  auto xd = small->alloc(x.size());
+  small->upload(xd->data(), x.data(), x.size());
+  auto yd = small->alloc(y_cpu.size());
+  small->matmul(wg, xd->data(), T, yd->data());
+  std::vector<float> y(y_cpu.size());
+  small->download(y.data(), yd->data(), y.size());
+  Worst worst;
+  check_products(w, x, rows, cols, T, y, y_cpu, "300x1024 T=300 in chunks of 100", worst);
+}
+
 // The Q4_K tile product's pipeline (tile_q4k.cu on GPUs with the shared memory for it): a
 // matrix taller than one 128-row block and not a multiple of it, 16 chunks per row so that the
 // stage ring wraps several times, every token bucket, with and without column splits (9000

@@ -49,6 +49,16 @@ __global__ void mul_sigmoid_kernel(float* x, const float* gate, size_t gate_stri
   }
 }
 
+// The host wrote src before the launch, so it is read before the wait; dst may still be read by
+// the kernels before this one, so it is written after.
+__global__ void copy_from_host_kernel(uint4* dst, const uint4* src, size_t n16) {
+  const size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
+  uint4 v{};
+  if (i < n16) v = src[i];
+  pdl_begin();
+  if (i < n16) dst[i] = v;
+}
+
 // Grid-stride loops: cap the grid so huge arrays do not ask for billions of blocks.
 unsigned grid_for(size_t n) {
   const size_t blocks = (n + kThreads - 1) / kThreads;
@@ -60,6 +70,13 @@ unsigned grid_for(size_t n) {
 cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   launch_kernel(fill_kernel, grid_for(n), kThreads, 0, stream, dst, value, n);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_from_host(void* dst, const void* src, size_t n16, cudaStream_t stream) {
+  if (n16 == 0) return cudaSuccess;
+  launch_kernel(copy_from_host_kernel, blocks_for(static_cast<int64_t>(n16), kThreads), kThreads, 0,
+                stream, static_cast<uint4*>(dst), static_cast<const uint4*>(src), n16);
   return cudaGetLastError();
 }
 

@@ -23,6 +23,10 @@ struct Int8ActsOut {
 
 // elementwise.cu
 cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream);
+// dst (device) = src (pinned host memory the device can read), n16 blocks of 16 bytes, both
+// 16-byte aligned: an upload as a kernel rather than a copy-engine node (staging.h says why).
+// The host memory is read before the wait for the previous kernel, dst written after it.
+cudaError_t copy_from_host(void* dst, const void* src, size_t n16, cudaStream_t stream);
 cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream);
 cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream,
                    Int8ActsOut acts = {});

@@ -1,9 +1,11 @@
 #include "cuda/staging.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "cuda/kernels.h"
 #include "hostlm/error.h"
 
 namespace hostlm::cuda {
@@ -15,6 +17,15 @@ void check(cudaError_t status, const char* what) {
 }
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+// HOSTLM_CUDA_STAGING_COPY=kernel uploads with copy_from_host instead of cudaMemcpyAsync.
+bool copy_kernel() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_STAGING_COPY");
+    return env != nullptr && std::strcmp(env, "kernel") == 0;
+  }();
+  return on;
+}
 
 }  // namespace
 
@@ -39,6 +50,8 @@ void Staging::grow(size_t bytes, cudaStream_t stream, bool capturing) {
   capacity_ = std::max<size_t>({bytes, 2 * capacity_, 4096});
   used_ = 0;
   check(cudaMallocHost(reinterpret_cast<void**>(&host_), capacity_), "pinned staging buffer");
+  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_device_), host_, 0),
+        "mapping the staging buffer");
   check(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_), "device staging buffer");
 }
 
@@ -65,8 +78,12 @@ void* Staging::upload(const void* src, size_t n, cudaStream_t stream, UploadMode
     used_ = 0;
   }
   std::memcpy(host_ + offset, src, n);
-  check(cudaMemcpyAsync(device_ + offset, host_ + offset, n, cudaMemcpyHostToDevice, stream),
-        "staging upload");
+  if (copy_kernel())
+    check(copy_from_host(device_ + offset, host_device_ + offset, need / 16, stream),
+          "staging upload");
+  else
+    check(cudaMemcpyAsync(device_ + offset, host_ + offset, n, cudaMemcpyHostToDevice, stream),
+          "staging upload");
   if (!capturing) check(cudaEventRecord(event_, stream), "staging event");
   return device_ + offset;
 }

@@ -7,6 +7,11 @@
 // rewritten before the graph has run, and buffers outgrown meanwhile are kept until then.
 // When a recorded step is replayed, its uploads take the same regions in the same order and
 // only the pinned copies are written: the graph's copy nodes read them when it runs.
+// HOSTLM_CUDA_STAGING_COPY=kernel makes each copy a small kernel that reads the pinned memory
+// instead of a copy-engine node. Not the default yet: traces of 9B decode steps on an H200
+// showed the kernel after such a node mid-step (the page tables, before the first attention
+// layer) starting 90-190 us late in most steps of three runs out of four, and the kernel form
+// has not been run on a GPU (bench/results/2026-12-02-h200-s18).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -41,6 +46,7 @@ class Staging {
   void grow(size_t bytes, cudaStream_t stream, bool capturing);
 
   char* host_ = nullptr;
+  char* host_device_ = nullptr;  // host_ as the device reads it
   char* device_ = nullptr;
   size_t capacity_ = 0, used_ = 0;
   uint64_t generation_ = 0;

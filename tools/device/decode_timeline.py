@@ -5,6 +5,9 @@
     nsys export --type sqlite -o trace.sqlite trace.nsys-rep
     tools/device/decode_timeline.py trace.sqlite [--steps 8]
 
+or a Chrome trace of the same kernels (tools/device/decode_trace_torch.py, where nsys is not
+installed).
+
 Kernels are split into steps at each embedding kernel. For the last --steps steps it prints,
 per kernel name, the launches per step, their mean time, and the mean "gap before": the time
 from the end of the kernel before to this one's start (negative where programmatic launch let
@@ -12,6 +15,7 @@ them overlap). The gaps are the part of the step in which no kernel of the chain
 they are what fusing launches or shortening chains can win; the durations are the rest.
 """
 import argparse
+import json
 import collections
 import sqlite3
 import statistics
@@ -30,18 +34,34 @@ def short(name: str) -> str:
     return name[:70]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("sqlite")
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--split", default="embed", help="a kernel name fragment that starts a step")
-    args = ap.parse_args()
-    db = sqlite3.connect(args.sqlite)
+def read_nsys(path: str):
+    db = sqlite3.connect(path)
     names = dict(db.execute("SELECT id, value FROM StringIds"))
     rows = db.execute(
         "SELECT start, end, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
     ).fetchall()
-    kernels = [(s, e, short(names.get(n, str(n)))) for s, e, n in rows]
+    return [(s, e, short(names.get(n, str(n)))) for s, e, n in rows]
+
+
+def read_chrome_trace(path: str):
+    """Kernel events of a Chrome trace (PyTorch profiler's export: microseconds)."""
+    events = json.load(open(path))
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    out = []
+    for ev in events:
+        if ev.get("cat") == "kernel" and "dur" in ev:
+            start = int(round(float(ev["ts"]) * 1e3))
+            out.append((start, start + int(round(float(ev["dur"]) * 1e3)), short(ev["name"])))
+    return sorted(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sqlite", help="an nsys sqlite export, or a Chrome trace (.json)")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--split", default="embed", help="a kernel name fragment that starts a step")
+    args = ap.parse_args()
+    kernels = read_chrome_trace(args.sqlite) if args.sqlite.endswith(".json") else read_nsys(args.sqlite)
     steps, current = [], []
     for k in kernels:
         if args.split in k[2] and current:

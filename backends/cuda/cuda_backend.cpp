@@ -490,32 +490,10 @@ class CudaBackend final : public Backend {
   // projections of a delta-rule layer, gate/up); the rest one matmul each.
   void matmul_same_input(std::span<const MatmulOut> outs, const float* x, int64_t T) override {
     if (T <= 0) return;
-    constexpr int kMax = quants::kGemvGroupMax;
-    std::array<bool, 16> done{};
+    Grouped done{};
     if (!quant_->groups(T) || outs.size() > done.size())
       return Backend::matmul_same_input(outs, x, T);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      if (done[i]) continue;
-      const Weight& wi = *outs[i].w;
-      const Weight* ws[kMax] = {&wi};
-      float* ys[kMax] = {outs[i].y};
-      int n = 1;
-      if (quants::QuantMatmul::supports(wi.type) && wi.rows > 0)
-        for (size_t j = i + 1; j < outs.size() && n < kMax; ++j)
-          if (!done[j] && outs[j].w->type == wi.type && outs[j].w->cols == wi.cols &&
-              outs[j].w->rows > 0) {
-            ws[n] = outs[j].w;
-            ys[n++] = outs[j].y;
-            done[j] = true;
-          }
-      if (n == 1) {
-        matmul(wi, x, T, outs[i].y);
-        continue;
-      }
-      const auto timed = profile_->scope(matmul_label(T));
-      if (skip_matmul_group(ws, ys, n, x, T)) continue;
-      quant_->matmul_group(ws, ys, n, x, T);
-    }
+    matmul_groups(outs, x, T, done);
   }
 
   // One decoding sequence: the convolution runs in the epilogue of the one-token product of
@@ -524,28 +502,15 @@ class CudaBackend final : public Backend {
   void matmul_same_input_conv1d(std::span<const MatmulOut> outs, const float* x, int64_t T,
                                 std::span<const SequenceSlice> seqs, int64_t channels, int64_t K,
                                 const float* weight, float* conv_out) override {
-    constexpr int kMax = quants::kGemvGroupMax;
-    if (!fuse_conv_ || outs.empty() || outs.size() > 16 || T != 1 || seqs.size() != 1 ||
+    Grouped done{};
+    if (!fuse_conv_ || outs.empty() || outs.size() > done.size() || T != 1 || seqs.size() != 1 ||
         seqs[0].T != 1 || seqs[0].row != 0 || K < 1 || K > quants::kFusedConvMaxK ||
         outs[0].w->rows != channels || !quants::QuantMatmul::supports(outs[0].w->type) ||
         !quant_->groups(1))
       return Backend::matmul_same_input_conv1d(outs, x, T, seqs, channels, K, weight, conv_out);
-    // The first matrix's group as matmul_same_input would make it; the rest go there after.
-    const Weight& w0 = *outs[0].w;
-    const Weight* ws[kMax] = {&w0};
-    float* ys[kMax] = {outs[0].y};
-    int n = 1;
-    std::array<MatmulOut, 16> rest;
-    size_t n_rest = 0;
-    for (size_t j = 1; j < outs.size(); ++j) {
-      if (n < kMax && outs[j].w->type == w0.type && outs[j].w->cols == w0.cols &&
-          outs[j].w->rows > 0) {
-        ws[n] = outs[j].w;
-        ys[n++] = outs[j].y;
-      } else {
-        rest[n_rest++] = outs[j];
-      }
-    }
+    const Weight* ws[quants::kGemvGroupMax];
+    float* ys[quants::kGemvGroupMax];
+    const int n = same_input_group(outs, 0, done, ws, ys);
     {
       const auto timed = profile_->scope("matmul (gemv) + conv1d");
       const float* w = host_array(weight, static_cast<size_t>(channels * K));
@@ -562,7 +527,47 @@ class CudaBackend final : public Backend {
         check(cuda::conv1d_silu(one, 1, ys[0], channels, K, w, conv_out, stream_), "conv1d_silu");
       }
     }
-    if (n_rest > 0) matmul_same_input({rest.data(), n_rest}, x, T);
+    matmul_groups(outs, x, T, done);  // the other types and widths
+  }
+
+  // Which outputs of a matmul_same_input call have been multiplied.
+  using Grouped = std::array<bool, 16>;
+
+  // Output i and the later ones not yet done that one launch can take with it (its quantized
+  // type and width, at most kGemvGroupMax) into ws and ys, marked done; returns how many.
+  static int same_input_group(std::span<const MatmulOut> outs, size_t i, Grouped& done,
+                              const Weight** ws, float** ys) {
+    const Weight& wi = *outs[i].w;
+    ws[0] = &wi;
+    ys[0] = outs[i].y;
+    done[i] = true;
+    int n = 1;
+    if (quants::QuantMatmul::supports(wi.type) && wi.rows > 0)
+      for (size_t j = i + 1; j < outs.size() && n < quants::kGemvGroupMax; ++j)
+        if (!done[j] && outs[j].w->type == wi.type && outs[j].w->cols == wi.cols &&
+            outs[j].w->rows > 0) {
+          ws[n] = outs[j].w;
+          ys[n++] = outs[j].y;
+          done[j] = true;
+        }
+    return n;
+  }
+
+  // Every output not yet done, grouped as same_input_group says (T within groups(T)).
+  void matmul_groups(std::span<const MatmulOut> outs, const float* x, int64_t T, Grouped& done) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (done[i]) continue;
+      const Weight* ws[quants::kGemvGroupMax];
+      float* ys[quants::kGemvGroupMax];
+      const int n = same_input_group(outs, i, done, ws, ys);
+      if (n == 1) {
+        matmul(*ws[0], x, T, ys[0]);
+        continue;
+      }
+      const auto timed = profile_->scope(matmul_label(T));
+      if (skip_matmul_group(ws, ys, n, x, T)) continue;
+      quant_->matmul_group(ws, ys, n, x, T);
+    }
   }
 
   // The profile tells the decode GEMV, the few-token tile product and prefill apart.

@@ -50,8 +50,9 @@ void Staging::grow(size_t bytes, cudaStream_t stream, bool capturing) {
   capacity_ = std::max<size_t>({bytes, 2 * capacity_, 4096});
   used_ = 0;
   check(cudaMallocHost(reinterpret_cast<void**>(&host_), capacity_), "pinned staging buffer");
-  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_device_), host_, 0),
-        "mapping the staging buffer");
+  if (copy_kernel())
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_device_), host_, 0),
+          "mapping the staging buffer");
   check(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_), "device staging buffer");
 }
 

@@ -57,11 +57,12 @@ def read_chrome_trace(path: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("sqlite", help="an nsys sqlite export, or a Chrome trace (.json)")
+    ap.add_argument("trace", help="an nsys sqlite export, or a Chrome trace (.json)")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--split", default="embed", help="a kernel name fragment that starts a step")
     args = ap.parse_args()
-    kernels = read_chrome_trace(args.sqlite) if args.sqlite.endswith(".json") else read_nsys(args.sqlite)
+    kernels = (read_chrome_trace(args.trace) if args.trace.endswith(".json")
+               else read_nsys(args.trace))
     steps, current = [], []
     for k in kernels:
         if args.split in k[2] and current:

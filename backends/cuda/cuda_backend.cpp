@@ -370,6 +370,7 @@ class CudaBackend final : public Backend {
   // scratch sizes) are done before any capture.
   void begin_step() override {
     quant_->forget_acts();  // a replay runs no op, so none of them keeps this up to date
+    last_fill_ = {};  // a step starts with other kernels than the delta rule
     if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
     collect_replay_time();
@@ -452,6 +453,7 @@ class CudaBackend final : public Backend {
   void fill(float* dst, float value, size_t n) override {
     const auto timed = profile_->scope("fill");
     quant_->forget_acts();
+    last_fill_ = {dst, n};
     if (skip(kFill, dst, value, n)) return;
     check(cuda::fill(dst, value, n, stream_), "fill");
   }
@@ -784,12 +786,20 @@ class CudaBackend final : public Backend {
                   std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
     const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
     const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
+    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+      // The kernel reads the states before it waits for the kernel before, unless that kernel
+      // may have been a fill of one of them (in a forward pass the qkv products come between).
+      bool early_state = cuda::early_loads_enabled();
+      for (int i = 0; i < group.n; ++i)
+        if (last_fill_.dst != nullptr && group.state[i] < last_fill_.dst + last_fill_.n &&
+            last_fill_.dst < group.state[i] + state_floats)
+          early_state = false;
       if (skip_group(kDeltaRule, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                     sh.dk, sh.dv, out))
+                     sh.dk, sh.dv, out, early_state))
         return;
       check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                                   sh.dk, sh.dv, out, stream_),
+                                   sh.dk, sh.dv, out, early_state, stream_),
             "gated_delta_rule");
     });
   }
@@ -1120,6 +1130,12 @@ class CudaBackend final : public Backend {
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  // The last fill of this step (cleared when a step begins): the delta rule must not read a
+  // state it wrote before the programmatic wait (kernels.h, gated_delta_rule).
+  struct {
+    const float* dst = nullptr;
+    size_t n = 0;
+  } last_fill_;
   void* best_scratch_ = nullptr;
   size_t best_scratch_bytes_ = 0;
   void* best_host_ = nullptr;

@@ -91,8 +91,11 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                            float* out, bool vector) {
-  pdl_begin();
+                            float* out, bool vector, bool early_state) {
+  // The state is read before the wait for the kernel before when the caller says that kernel
+  // did not write it (kernels.h): its trip to DRAM, the largest of a decode step's layer after
+  // the weights, then overlaps that kernel's tail.
+  if (!early_state) pdl_begin();
   using Shape = DeltaShape<kPerLane, kChunkTokens>;
   constexpr int kDkPad = Shape::kDkPad, kChunk = Shape::kChunk, kVec = Shape::kVec;
   constexpr int kCols = Shape::kCols, kColumnsPerBlock = Shape::kColumnsPerBlock;
@@ -145,6 +148,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
         s[c][i * kVec + e] = column && d < dk ? S[c * dk + d] : 0.f;
       }
     }
+  if (early_state) pdl_begin();
 
   for (int64_t t0 = 0; t0 < T; t0 += kChunk) {
     const int n = static_cast<int>(T - t0 < kChunk ? T - t0 : kChunk);
@@ -341,7 +345,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
 template <int kPerLane>
 void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
             const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
-            int64_t dk, int64_t dv, float* out, cudaStream_t stream) {
+            int64_t dk, int64_t dv, float* out, bool early_state, cudaStream_t stream) {
   constexpr int kColumnsPerBlock = kWarps * kGroupsPerWarp * columns_per_group(kPerLane);
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
@@ -352,11 +356,11 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
   if (max_T <= kDecodeChunk)
     launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk>, grid, kWarps * 32, 0, stream,
                   seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-                  vector);
+                  vector, early_state);
   else
     launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>,
                   grid, kWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
-                  n_k_heads, n_v_heads, dk, dv, out, vector);
+                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state);
 }
 
 }  // namespace
@@ -364,13 +368,14 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
 cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                             float* out, cudaStream_t stream) {
+                             float* out, bool early_state, cudaStream_t stream) {
   if (dk < 1 || dk > kDeltaRuleMaxDk || n_k_heads < 1 || n_v_heads > 65535 ||
       seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
   if (seqs.n == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
   const auto args = [&](auto launcher) {
-    launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out, stream);
+    launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
+             early_state, stream);
   };
   if (dk <= 16)
     args(launch<2>);

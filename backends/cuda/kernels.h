@@ -21,6 +21,11 @@ struct Int8ActsOut {
   float* s16 = nullptr;
 };
 
+// Whether kernels read what the kernel before them cannot have written (model constants, a
+// recurrent state) before their programmatic wait (launch.cuh), so that those loads overlap
+// its tail. HOSTLM_CUDA_EARLY_LOADS=0 reads everything after the wait, for comparisons.
+bool early_loads_enabled();
+
 // elementwise.cu
 cudaError_t fill(float* dst, float value, size_t n, cudaStream_t stream);
 // dst (device) = src (pinned host memory the device can read), n16 blocks of 16 bytes, both
@@ -58,7 +63,9 @@ cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int6
 // sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.
 cudaError_t split_bf16(const float* x, size_t n, int parts, void* out, cudaStream_t stream);
 
-// norm.cu. `acts` needs out_stride == n and n <= kNormQuantizeMax.
+// norm.cu. `acts` needs out_stride == n and n <= kNormQuantizeMax. The norms' and
+// qk_norm_rope's weights are model constants, read before the programmatic wait (launch.cuh):
+// no kernel of the stream may write them.
 constexpr int64_t kNormQuantizeMax = 8192;
 cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                      int64_t n, const float* weight, float eps, cudaStream_t stream,
@@ -160,11 +167,14 @@ constexpr int64_t kConvMaxKernel = 8;
 cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x, int64_t channels,
                         int64_t K, const float* weight, float* out, cudaStream_t stream);
 
-// delta_rule.cu. qkv, alpha, beta_raw, out: the batch's rows.
+// delta_rule.cu. qkv, alpha, beta_raw, out: the batch's rows. early_state: no state of the
+// table was written by the kernel launched just before this one (in a forward pass the
+// products of qkv always come between), so the states are read before the programmatic wait
+// (launch.cuh).
 constexpr int64_t kDeltaRuleMaxDk = 256;
 cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                             float* out, cudaStream_t stream);
+                             float* out, bool early_state, cudaStream_t stream);
 
 }  // namespace hostlm::cuda

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda/kernels.h"
+
 namespace hostlm::cuda {
 
 bool pdl_enabled() {
@@ -13,6 +15,14 @@ bool pdl_enabled() {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
       return false;
     return major >= 9;
+  }();
+  return enabled;
+}
+
+bool early_loads_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("HOSTLM_CUDA_EARLY_LOADS");
+    return !(v && std::strcmp(v, "0") == 0);
   }();
   return enabled;
 }

@@ -28,22 +28,32 @@ constexpr int kMaxThreads = 1024;
 template <bool kAdd>
 __global__ void __launch_bounds__(kMaxThreads)
     norm_kernel(float* x, size_t x_stride, const float* y, float* out, size_t out_stride, int64_t n,
-                const float* weight, float eps, Int8ActsOut acts) {
-  pdl_begin();
+                const float* weight, float eps, Int8ActsOut acts, bool early) {
+  if (!early) pdl_begin();
   __shared__ double scratch[kMaxThreads / 32];
   float* xr = x + blockIdx.x * x_stride;
   const float* yr = kAdd ? y + blockIdx.x * n : nullptr;
   float* o = out + blockIdx.x * out_stride;
   const int64_t step = blockDim.x;
+  const bool in_registers = n <= kPerThread * step;
+  // The weights are model constants (kernels.h): they are loaded before the wait for the
+  // kernel before, so their trip to DRAM overlaps its tail instead of following it.
+  float wv[kPerThread];
+  if (in_registers) {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int64_t i = threadIdx.x + k * step;
+      wv[k] = i < n ? weight[i] : 0.f;
+    }
+  }
+  if (early) pdl_begin();
   double ss = 0.0;
-  if (n <= kPerThread * step) {
-    // The weights are loaded with the row, not after the sum: one memory round trip, not two.
-    float v[kPerThread], wv[kPerThread];
+  if (in_registers) {
+    float v[kPerThread];
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int64_t i = threadIdx.x + k * step;
       v[k] = i < n ? (kAdd ? xr[i] + yr[i] : xr[i]) : 0.f;
-      wv[k] = i < n ? weight[i] : 0.f;
     }
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) ss += double{v[k]} * v[k];
@@ -81,9 +91,14 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* z, const float* weight,
-                                      int64_t dv, float eps, float* out, Int8ActsOut acts) {
-  pdl_begin();
+                                      int64_t dv, float eps, float* out, Int8ActsOut acts,
+                                      bool early) {
+  if (!early) pdl_begin();
   __shared__ float scratch[kThreads / 32];
+  // A model constant (kernels.h), loaded before the wait: its DRAM trip overlaps the kernel
+  // before. Each thread's first value; wider rows load the rest after.
+  const float w0 = threadIdx.x < dv ? weight[threadIdx.x] : 0.f;
+  if (early) pdl_begin();
   const int64_t r = blockIdx.x;
   const float* xr = x + r * dv;
   const float* zr = z + r * dv;
@@ -92,7 +107,7 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* z, const floa
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(dv) + eps);
   for (int64_t i = threadIdx.x; i < dv; i += blockDim.x) {
-    const float v = xr[i] * inv * weight[i] * silu(zr[i]);
+    const float v = xr[i] * inv * (i == threadIdx.x ? w0 : weight[i]) * silu(zr[i]);
     out[r * dv + i] = v;
     if (acts.q != nullptr) quantize32_warp(v, r * dv + i - threadIdx.x % 32, acts);  // dv % 32 == 0
   }
@@ -117,7 +132,7 @@ cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_str
     return cudaErrorInvalidValue;
   launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), rms_norm_threads(n),
                 acts.q != nullptr ? n * sizeof(float) : 0, stream, const_cast<float*>(x), x_stride,
-                nullptr, out, out_stride, n, weight, eps, acts);
+                nullptr, out, out_stride, n, weight, eps, acts, early_loads_enabled());
   return cudaGetLastError();
 }
 
@@ -127,7 +142,7 @@ cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, cons
   if (!can_quantize(acts, n, kNormQuantizeMax)) return cudaErrorInvalidValue;
   launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n),
                 acts.q != nullptr ? n * sizeof(float) : 0, stream, x, static_cast<size_t>(n), y,
-                out, static_cast<size_t>(n), n, weight, eps, acts);
+                out, static_cast<size_t>(n), n, weight, eps, acts, early_loads_enabled());
   return cudaGetLastError();
 }
 
@@ -137,7 +152,7 @@ cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, 
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, dv, dv)) return cudaErrorInvalidValue;
   launch_kernel(gated_rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, x, z,
-                weight, dv, eps, out, acts);
+                weight, dv, eps, out, acts, early_loads_enabled());
   return cudaGetLastError();
 }
 

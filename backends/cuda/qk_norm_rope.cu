@@ -34,10 +34,11 @@ struct QkArgs {
   const int32_t* positions;
   double theta;
   float* q_out;
+  bool early;  // early_loads_enabled()
 };
 
 __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs a) {
-  pdl_begin();
+  if (!a.early) pdl_begin();
   __shared__ double scratch[kMaxThreads / 32];
   __shared__ float row[kMaxHeadDim];
   const int64_t t = blockIdx.x, h = blockIdx.y, n = a.head_dim;
@@ -49,12 +50,25 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
   const float* weight = query ? a.q_weight : a.k_weight;
   const float eps = query ? a.q_eps : a.k_eps;
   const int64_t step = blockDim.x;
-  float v[kPerThread], wv[kPerThread];
+  const int64_t half = a.rot_dims / 2;
+  // Before the wait for the kernel before: what depends on nothing it writes. The norm
+  // weights are model constants (kernels.h) and the first rotation frequency of a thread
+  // needs only the shapes; the positions may have been uploaded by that kernel
+  // (HOSTLM_CUDA_STAGING_COPY=kernel), so they are read after.
+  float wv[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t i = threadIdx.x + j * step;
+    wv[j] = i < n ? weight[i] : 0.f;
+  }
+  const double inv_freq0 =
+      threadIdx.x < half ? pow(a.theta, -2.0 * static_cast<double>(threadIdx.x) / a.rot_dims) : 0.0;
+  if (a.early) pdl_begin();
+  float v[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int64_t i = threadIdx.x + j * step;
     v[j] = i < n ? x[i] : 0.f;
-    wv[j] = i < n ? weight[i] : 0.f;
   }
   double ss = 0.0;
 #pragma unroll
@@ -71,11 +85,11 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
     }
   }
   __syncthreads();
-  const int64_t half = a.rot_dims / 2;
   for (int64_t i = threadIdx.x; i < half; i += step) {
     const float x0 = row[i], x1 = row[i + half];
     // Angles in double: at positions near 262144 a float32 product loses whole radians.
-    const double inv_freq = pow(a.theta, -2.0 * static_cast<double>(i) / a.rot_dims);
+    const double inv_freq =
+        i == threadIdx.x ? inv_freq0 : pow(a.theta, -2.0 * static_cast<double>(i) / a.rot_dims);
     const double angle = static_cast<double>(a.positions[t]) * inv_freq;
     const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
     dst[i] = x0 * c - x1 * s;
@@ -101,7 +115,8 @@ cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float*
       rot_dims % 2 != 0 || T > 2147483647 || n_head + n_head_kv > kMaxGridY)
     return cudaErrorInvalidValue;
   const QkArgs a{qg,       q_head_stride, n_head, k,        n_head_kv, head_dim, q_weight,
-                 k_weight, q_eps,         k_eps,  rot_dims, positions, theta,    q_out};
+                 k_weight, q_eps,         k_eps,  rot_dims, positions, theta,    q_out,
+                 early_loads_enabled()};
   launch_kernel(qk_norm_rope_kernel,
                 dim3(static_cast<unsigned>(T), static_cast<unsigned>(n_head + n_head_kv)),
                 threads_for(head_dim), 0, stream, a);

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_entry.h"
@@ -269,7 +270,7 @@ class CudaBackend final : public Backend {
   }
   void upload(float* dst, const float* src, size_t n) override {
     const auto timed = profile_->scope("upload");
-    quant_->forget_acts();
+    forget_acts();
     // From pageable memory the copy has read `src` by the time it returns.
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_), "upload");
   }
@@ -306,7 +307,7 @@ class CudaBackend final : public Backend {
       return;
     }
     const auto timed = profile_->scope("best logits");
-    quant_->forget_acts();
+    forget_acts();
     const size_t state_bytes = best_logits_scratch_bytes(static_cast<int64_t>(rows));
     const size_t out_bytes = rows * k * (sizeof(float) + sizeof(int32_t));
     if (state_bytes + out_bytes > best_scratch_bytes_) {
@@ -369,8 +370,7 @@ class CudaBackend final : public Backend {
   // the shapes allow). The first step runs live so that one-time uploads (norm weights,
   // scratch sizes) are done before any capture.
   void begin_step() override {
-    quant_->forget_acts();  // a replay runs no op, so none of them keeps this up to date
-    last_fill_ = {};  // a step starts with other kernels than the delta rule
+    forget_acts();  // a replay runs no op, so none of them keeps this up to date
     if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
     collect_replay_time();
@@ -397,7 +397,7 @@ class CudaBackend final : public Backend {
   }
 
   bool end_step() override {
-    quant_->forget_acts();
+    forget_acts();
     if (mode_ == UploadMode::replay) {
       mode_ = UploadMode::live;
       if (replay_failed_ || !(step_ == recorded_)) {
@@ -440,7 +440,7 @@ class CudaBackend final : public Backend {
   }
 
   void abort_step() override {
-    quant_->forget_acts();
+    forget_acts();
     if (mode_ == UploadMode::replay) mode_ = UploadMode::live;
     if (mode_ != UploadMode::capture) return;
     mode_ = UploadMode::live;
@@ -452,15 +452,14 @@ class CudaBackend final : public Backend {
 
   void fill(float* dst, float value, size_t n) override {
     const auto timed = profile_->scope("fill");
-    quant_->forget_acts();
-    last_fill_ = {dst, n};
+    forget_acts();
     if (skip(kFill, dst, value, n)) return;
     check(cuda::fill(dst, value, n, stream_), "fill");
   }
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override {
     const auto timed = profile_->scope("copy_rows");
-    quant_->forget_acts();
+    forget_acts();
     if (rows == 0 || n == 0) return;
     if (skip(kCopyRows, dst, dst_stride, src, src_stride, rows, n)) return;
     check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float),
@@ -471,7 +470,7 @@ class CudaBackend final : public Backend {
 
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
     const auto timed = profile_->scope("embed");
-    quant_->forget_acts();
+    forget_acts();
     for (int64_t t = 0; t < T; ++t)
       if (tokens[t] < 0 || tokens[t] >= table.rows)
         throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
@@ -517,6 +516,12 @@ class CudaBackend final : public Backend {
       const auto timed = profile_->scope("matmul (gemv) + conv1d");
       const float* w = host_array(weight, static_cast<size_t>(channels * K));
       const quants::ConvStep conv{w, seqs[0].conv_state, conv_out, channels, static_cast<int>(K)};
+      // The fused launch, or the product and the convolution after it: the convolution's
+      // writes are the last either way, the products' too when fused.
+      last_writes_.start(!quant_->folds_norms());
+      for (int j = 0; j < n; ++j) last_writes_.add(ys[j], static_cast<size_t>(ws[j]->rows));
+      last_writes_.add(conv_out, static_cast<size_t>(channels));
+      last_writes_.add(seqs[0].conv_state, static_cast<size_t>((K - 1) * channels));
       if (!skip_matmul_group_conv(ws, ys, n, x, conv) &&
           !quant_->matmul_group_conv(ws, ys, n, x, conv)) {
         quant_->matmul_group(ws, ys, n, x, T);
@@ -567,6 +572,8 @@ class CudaBackend final : public Backend {
         continue;
       }
       const auto timed = profile_->scope(matmul_label(T));
+      last_writes_.start(!quant_->folds_norms());
+      for (int j = 0; j < n; ++j) last_writes_.add(ys[j], static_cast<size_t>(T * ws[j]->rows));
       if (skip_matmul_group(ws, ys, n, x, T)) continue;
       quant_->matmul_group(ws, ys, n, x, T);
     }
@@ -582,6 +589,8 @@ class CudaBackend final : public Backend {
   void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
     const auto timed = profile_->scope(matmul_label(T));
     if (T <= 0 || w.rows == 0) return;
+    last_writes_.start(!quant_->folds_norms());
+    last_writes_.add(y, static_cast<size_t>(T * w.rows));
     if (skip(kMatmul, w.data, w.type, w.rows, w.cols, x, T, y)) {
       if (widens(w, T)) {  // the widening scratch must be the recorded one
         step_.add(dequant_);
@@ -621,7 +630,7 @@ class CudaBackend final : public Backend {
 
   void add(float* x, const float* y, size_t n) override {
     const auto timed = profile_->scope("add");
-    quant_->forget_acts();
+    forget_acts();
     if (skip(kAdd, x, y, n)) return;
     check(cuda::add(x, y, n, stream_), "add");
   }
@@ -629,7 +638,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const float* x, size_t x_stride, float* out, size_t out_stride, int64_t rows,
                 int64_t n, const float* weight, float eps) override {
     const auto timed = profile_->scope("rms_norm");
-    quant_->forget_acts();
+    forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
     if (rows == 1 && x_stride == static_cast<size_t>(n) && out_stride == x_stride &&
         quant_->can_defer_norm(n)) {
@@ -646,7 +655,8 @@ class CudaBackend final : public Backend {
   void add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
                     float eps, float* out) override {
     const auto timed = profile_->scope("add_rms_norm");
-    quant_->forget_acts();
+    const bool early_x = last_writes_.untouched(x, static_cast<size_t>(rows * n));
+    forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(n));
     // One row (a decode step): folded into the product that reads `out` next, if one does.
     if (rows == 1 && quant_->can_defer_norm(n)) {
@@ -655,14 +665,14 @@ class CudaBackend final : public Backend {
       return;
     }
     const cuda::Int8ActsOut acts = norm_acts(out, rows, n);
-    if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out, acts.q)) return;
-    check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_, acts), "add_rms_norm");
+    if (skip(kAddRmsNorm, x, y, rows, n, w, eps, out, acts.q, early_x)) return;
+    check(cuda::add_rms_norm(x, y, rows, n, w, eps, out, stream_, acts, early_x), "add_rms_norm");
   }
 
   void rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads, size_t head_stride,
                  int64_t rot_dims, const int32_t* positions, double theta) override {
     const auto timed = profile_->scope("rope");
-    quant_->forget_acts();
+    forget_acts();
     if (T == 0) return;
     // The q and k rotations of a layer, and every attention layer of a batch, share positions.
     const int32_t* device_positions =
@@ -680,7 +690,7 @@ class CudaBackend final : public Backend {
                     const float* k_weight, float k_eps, int64_t rot_dims, const int32_t* positions,
                     double theta, float* q_out) override {
     const auto timed = profile_->scope("qk_norm_rope");
-    quant_->forget_acts();
+    forget_acts();
     if (T == 0) return;
     if (head_dim > cuda::kQkNormRopeMaxHeadDim || rot_dims < 0 || rot_dims > head_dim ||
         rot_dims % 2 != 0)
@@ -703,7 +713,7 @@ class CudaBackend final : public Backend {
 
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
     const auto timed = profile_->scope("kv_store");
-    quant_->forget_acts();
+    forget_acts();
     if (seqs.empty()) return;
     const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
     if (batch.descs == nullptr) return replay_cannot();
@@ -714,7 +724,7 @@ class CudaBackend final : public Backend {
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
     const auto timed = profile_->scope("paged_attention");
-    quant_->forget_acts();
+    forget_acts();
     if (seqs.empty()) return;
     if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
       throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
@@ -735,7 +745,7 @@ class CudaBackend final : public Backend {
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
-    quant_->forget_acts();
+    forget_acts();
     const cuda::Int8ActsOut acts = quant_->produce_acts(x, T * n);
     if (skip(kMulSigmoid, x, gate, gate_stride, T, n, acts.q)) return;
     check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts), "mul_sigmoid");
@@ -743,7 +753,7 @@ class CudaBackend final : public Backend {
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {
     const auto timed = profile_->scope("swiglu");
-    quant_->forget_acts();
+    forget_acts();
     const cuda::Int8ActsOut acts = quant_->produce_acts(out, static_cast<int64_t>(n));
     if (skip(kSwiglu, gate, up, out, n, acts.q)) return;
     check(cuda::swiglu(gate, up, out, n, stream_, acts), "swiglu");
@@ -758,11 +768,16 @@ class CudaBackend final : public Backend {
   void conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x, int64_t channels,
                         int64_t K, const float* weight, float* out) override {
     const auto timed = profile_->scope("conv1d_silu");
-    quant_->forget_acts();
+    forget_acts();
     if (K > kConvMaxKernel)
       throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
                   " taps, not " + std::to_string(K));
     const float* w = host_array(weight, static_cast<size_t>(channels * K));
+    last_writes_.start(!quant_->folds_norms());
+    for (const SequenceSlice& sl : seqs) {
+      last_writes_.add(out + sl.row * channels, static_cast<size_t>(sl.T * channels));
+      last_writes_.add(sl.conv_state, static_cast<size_t>((K - 1) * channels));
+    }
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t max_T) {
       if (skip_group(kConv, group, max_T, x, channels, K, w, out)) return;
       check(cuda::conv1d_silu(group, max_T, x, channels, K, w, out, stream_), "conv1d_silu");
@@ -780,21 +795,25 @@ class CudaBackend final : public Backend {
                              const float* alpha, const float* beta_raw, const float* a_neg,
                              const float* dt_bias, const DeltaRuleShape& sh, float* out) override {
     const auto timed = profile_->scope("gated_delta_rule");
-    quant_->forget_acts();
+    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+    // The kernel reads the states before it waits for the kernel before when that kernel is
+    // known not to have written them (a product or convolution of this layer's inputs).
+    bool early_state = cuda::early_loads_enabled();
+    for (const SequenceSlice& sl : seqs)
+      early_state = early_state && last_writes_.untouched(sl.recurrent_state, state_floats);
+    forget_acts();
     if (sh.dk > kDeltaRuleMaxDk)
       throw Error("CUDA gated delta rule supports key heads up to " +
                   std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
     const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
     const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
-    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+    last_writes_.start(!quant_->folds_norms());
+    for (const SequenceSlice& sl : seqs) {
+      last_writes_.add(out + sl.row * sh.n_v_heads * sh.dv,
+                       static_cast<size_t>(sl.T * sh.n_v_heads * sh.dv));
+      last_writes_.add(sl.recurrent_state, state_floats);
+    }
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
-      // The kernel reads the states before it waits for the kernel before, unless that kernel
-      // may have been a fill of one of them (in a forward pass the qkv products come between).
-      bool early_state = cuda::early_loads_enabled();
-      for (int i = 0; i < group.n; ++i)
-        if (last_fill_.dst != nullptr && group.state[i] < last_fill_.dst + last_fill_.n &&
-            last_fill_.dst < group.state[i] + state_floats)
-          early_state = false;
       if (skip_group(kDeltaRule, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
                      sh.dk, sh.dv, out, early_state))
         return;
@@ -807,12 +826,14 @@ class CudaBackend final : public Backend {
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
                       float eps, float* out) override {
     const auto timed = profile_->scope("gated_rms_norm");
-    quant_->forget_acts();
+    const bool early_z = last_writes_.untouched(z, static_cast<size_t>(rows * dv));
+    forget_acts();
     const float* w = host_array(weight, static_cast<size_t>(dv));
     const cuda::Int8ActsOut acts =
         dv % 32 == 0 ? quant_->produce_acts(out, rows * dv) : cuda::Int8ActsOut{};
-    if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out, acts.q)) return;
-    check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_, acts), "gated_rms_norm");
+    if (skip(kGatedRmsNorm, x, z, w, rows, dv, eps, out, acts.q, early_z)) return;
+    check(cuda::gated_rms_norm(x, z, w, rows, dv, eps, out, stream_, acts, early_z),
+          "gated_rms_norm");
   }
 
   // The decode GEMV's quantized copy of a norm's output, written by the norm itself when the
@@ -1130,12 +1151,45 @@ class CudaBackend final : public Backend {
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
-  // The last fill of this step (cleared when a step begins): the delta rule must not read a
-  // state it wrote before the programmatic wait (kernels.h, gated_delta_rule).
-  struct {
-    const float* dst = nullptr;
-    size_t n = 0;
-  } last_fill_;
+  // What the kernels of the last op wrote, when that op was a product, a convolution or the
+  // delta rule: a kernel may read a buffer before its programmatic wait only when the kernel
+  // launched just before it cannot have written that buffer (kernels.h). Every other op
+  // forgets it (forget_acts), and it stays unknown while norms may be folded into products
+  // (their launches then write the norm's buffers too).
+  class LastWrites {
+   public:
+    void forget() { known_ = false; }
+    void start(bool trackable) {
+      known_ = trackable;
+      n_ = 0;
+    }
+    void add(const float* p, size_t floats) {
+      if (n_ == kMax) {
+        known_ = false;
+        return;
+      }
+      ranges_[n_++] = {p, p + floats};
+    }
+    // Whether [p, p + floats) is known to be untouched by the last op's kernels.
+    bool untouched(const float* p, size_t floats) const {
+      if (!known_ || p == nullptr) return false;
+      for (int i = 0; i < n_; ++i)
+        if (p < ranges_[i].second && ranges_[i].first < p + floats) return false;
+      return true;
+    }
+
+   private:
+    static constexpr int kMax = 2 * cuda::kRecurrentSeqsPerLaunch + 2;
+    std::array<std::pair<const float*, const float*>, kMax> ranges_{};
+    int n_ = 0;
+    bool known_ = false;
+  };
+  LastWrites last_writes_;
+
+  void forget_acts() {
+    quant_->forget_acts();
+    last_writes_.forget();
+  }
   void* best_scratch_ = nullptr;
   size_t best_scratch_bytes_ = 0;
   void* best_host_ = nullptr;

@@ -74,12 +74,15 @@ cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_str
 // t, t + threads, ... (at most 8 of them) in that order, and the block adds its warps' sums in
 // warp order. The decode GEMV that folds a norm in (quant_kernels.h) sums in the same order.
 int rms_norm_threads(int64_t n);
-// x += y, then out = rms_norm(x) (rows of n, contiguous).
+// x += y, then out = rms_norm(x) (rows of n, contiguous). early_x: the kernel launched just
+// before did not write x, so x is read before the programmatic wait too.
 cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, const float* weight,
-                         float eps, float* out, cudaStream_t stream, Int8ActsOut acts = {});
+                         float eps, float* out, cudaStream_t stream, Int8ActsOut acts = {},
+                         bool early_x = false);
+// early_z: as early_x, for z.
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
                            int64_t dv, float eps, float* out, cudaStream_t stream,
-                           Int8ActsOut acts = {});
+                           Int8ActsOut acts = {}, bool early_z = false);
 
 // qk_norm_rope.cu: Backend::qk_norm_rope (positions on the device).
 constexpr int64_t kQkNormRopeMaxHeadDim = 1024;

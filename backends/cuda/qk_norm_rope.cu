@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
   // Before the wait for the kernel before: what depends on nothing it writes. The norm
   // weights are model constants (kernels.h) and the first rotation frequency of a thread
   // needs only the shapes; the positions may have been uploaded by that kernel
-  // (HOSTLM_CUDA_STAGING_COPY=kernel), so they are read after.
+  // (staging.h: uploads are kernels), so they are read after.
   float wv[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {

@@ -18,11 +18,12 @@ void check(cudaError_t status, const char* what) {
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
-// HOSTLM_CUDA_STAGING_COPY=kernel uploads with copy_from_host instead of cudaMemcpyAsync.
+// Uploads with copy_from_host unless HOSTLM_CUDA_STAGING_COPY=memcpy asks for
+// cudaMemcpyAsync (copy-engine nodes).
 bool copy_kernel() {
   static const bool on = [] {
     const char* env = std::getenv("HOSTLM_CUDA_STAGING_COPY");
-    return env != nullptr && std::strcmp(env, "kernel") == 0;
+    return !(env != nullptr && std::strcmp(env, "memcpy") == 0);
   }();
   return on;
 }

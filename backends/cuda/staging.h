@@ -6,12 +6,11 @@
 // when the graph does, so each upload of the step takes a region of its own, nothing is
 // rewritten before the graph has run, and buffers outgrown meanwhile are kept until then.
 // When a recorded step is replayed, its uploads take the same regions in the same order and
-// only the pinned copies are written: the graph's copy nodes read them when it runs.
-// HOSTLM_CUDA_STAGING_COPY=kernel makes each copy a small kernel that reads the pinned memory
-// instead of a copy-engine node. Not the default yet: traces of 9B decode steps on an H200
-// showed the kernel after such a node mid-step (the page tables, before the first attention
-// layer) starting 90-190 us late in most steps of three runs out of four, and the kernel form
-// has not been run on a GPU (bench/results/2026-12-02-h200-s18).
+// only the pinned copies are written: the graph's copies read them when it runs.
+// Each copy is a small kernel that reads the pinned memory (mapped for the device) before its
+// programmatic wait, so it overlaps the kernel before like any other launch; a copy-engine
+// node cannot. Measured on an H200 (bench/results/2026-12-02-h200-s19): a replayed decode step
+// 5-7 us shorter on the 9B and 0.8B shapes. HOSTLM_CUDA_STAGING_COPY=memcpy uses copy nodes.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -71,6 +71,9 @@ class QuantMatmul {
   // products ran about 20 us longer each, for a cause not found yet
   // (bench/results/2026-12-02-h200-s17/README.md).
   bool can_defer_norm(int64_t n) const;
+  // Whether norms may be deferred at all (HOSTLM_CUDA_FOLD_NORM=1): then a product's launch
+  // may also write a norm's buffers, and any op may launch a deferred norm first.
+  bool folds_norms() const { return fold_norms_; }
   void defer_norm(float* x, const float* y, const float* weight, float eps, int64_t n, float* out);
   // Launches a deferred norm, if any, as the norm kernel with its quantized output.
   void flush_norm();

@@ -400,6 +400,67 @@ TEST_F(CudaOps, AddRmsNormEqualsAddThenNorm) {
   expect_close(out, from_gpu(od->data(), out.size()), "norm of the sum");
 }
 
+// Some kernels read buffers before their programmatic wait when the op before them is known
+// not to have written those buffers (cuda_backend.cpp, LastWrites). Each chain below puts
+// right before a reader either a writer of its input (which must keep the read after the
+// wait) or a product of another buffer (which lets it read early); both must give the CPU's
+// results.
+TEST_F(CudaOps, ResidualNormRightAfterAProduct) {
+  const int64_t rows = 256, cols = 96;
+  const std::vector<float> values = random(static_cast<size_t>(rows * cols));
+  const std::vector<uint8_t> bytes = store_as(DType::F32, values);
+  const Weight wc = cpu_->load_weight(weight_view(DType::F32, rows, cols, bytes));
+  const Weight wg = gpu_->load_weight(weight_view(DType::F32, rows, cols, bytes));
+  const std::vector<float> in = random(static_cast<size_t>(cols));
+  const std::vector<float> weight = random(static_cast<size_t>(rows), 0.5f, 1.5f);
+  for (const bool product_into_x : {true, false}) {
+    std::vector<float> x = random(static_cast<size_t>(rows), -3.f, 3.f);
+    std::vector<float> y = random(x.size(), -3.f, 3.f), out(x.size());
+    auto ind = to_gpu(in), xd = to_gpu(x), yd = to_gpu(y);
+    auto od = gpu_->alloc(x.size());
+    cpu_->matmul(wc, in.data(), 1, product_into_x ? x.data() : y.data());
+    cpu_->add_rms_norm(x.data(), y.data(), 1, rows, weight.data(), 1e-6f, out.data());
+    gpu_->matmul(wg, ind->data(), 1, product_into_x ? xd->data() : yd->data());
+    gpu_->add_rms_norm(xd->data(), yd->data(), 1, rows, weight.data(), 1e-6f, od->data());
+    const std::string what = product_into_x ? "product into x" : "product into y";
+    expect_close(x, from_gpu(xd->data(), x.size()), what + ": residual sum");
+    expect_close(out, from_gpu(od->data(), out.size()), what + ": norm of the sum");
+  }
+}
+
+TEST_F(CudaOps, DeltaRuleRightAfterAWriterOfItsState) {
+  const Backend::DeltaRuleShape sh{2, 4, 128, 128};
+  const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+  const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+  const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+  const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+  const std::vector<float> qkv = random(static_cast<size_t>(row));
+  const std::vector<float> alpha = random(static_cast<size_t>(sh.n_v_heads), -3.f, 3.f);
+  const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+  const std::vector<float> z = random(static_cast<size_t>(sh.n_v_heads * sh.dv), -3.f, 3.f);
+  const std::vector<float> norm_weight = random(static_cast<size_t>(sh.dv), 0.5f, 1.5f);
+  auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta), zd = to_gpu(z);
+  auto sd = gpu_->alloc(state_floats);
+  auto od = gpu_->alloc(z.size()), nd = gpu_->alloc(z.size());
+  std::vector<float> state(state_floats, 0.25f), out(z.size()), normed(z.size());
+  // A fill of the state, then the delta rule twice (the second one right after the first,
+  // which wrote the state), then the gated norm of its output with a gate it did not write.
+  gpu_->fill(sd->data(), 0.25f, state_floats);
+  for (int step = 0; step < 2; ++step) {
+    cpu_->gated_delta_rule(qkv.data(), alpha.data(), beta.data(), a_neg.data(), dt_bias.data(), 1,
+                           sh, state.data(), out.data());
+    gpu_->gated_delta_rule(qd->data(), ad->data(), bd->data(), a_neg.data(), dt_bias.data(), 1, sh,
+                           sd->data(), od->data());
+  }
+  cpu_->gated_rms_norm(out.data(), z.data(), norm_weight.data(), sh.n_v_heads, sh.dv, 1e-6f,
+                       normed.data());
+  gpu_->gated_rms_norm(od->data(), zd->data(), norm_weight.data(), sh.n_v_heads, sh.dv, 1e-6f,
+                       nd->data());
+  expect_close(out, from_gpu(od->data(), out.size()), "delta rule out");
+  expect_close(state, from_gpu(sd->data(), state.size()), "delta rule state");
+  expect_close(normed, from_gpu(nd->data(), normed.size()), "gated norm");
+}
+
 TEST_F(CudaOps, DownloadRowsToScatteredHostArrays) {
   const std::vector<float> src = random(5 * 7);
   auto sd = to_gpu(src);

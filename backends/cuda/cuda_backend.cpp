@@ -736,6 +736,12 @@ class CudaBackend final : public Backend {
       return replay_cannot();
     float* scratch =
         mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
+    // Its kernels write the outputs' rows and the scratch (and the uploads the page tables).
+    last_writes_.start(!quant_->folds_norms());
+    const int64_t width = n_head * seqs[0].kv.head_dim;
+    for (const PagedSequence& s : seqs)
+      last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
+    last_writes_.add(scratch, scratch_floats);
     if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
                    cuda::flash_prefill_rows(batch, n_head)))
       return;
@@ -745,10 +751,14 @@ class CudaBackend final : public Backend {
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
+    const bool early_gate =
+        T > 0 && last_writes_.untouched(gate, static_cast<size_t>(T - 1) * gate_stride +
+                                                  static_cast<size_t>(n));
     forget_acts();
     const cuda::Int8ActsOut acts = quant_->produce_acts(x, T * n);
-    if (skip(kMulSigmoid, x, gate, gate_stride, T, n, acts.q)) return;
-    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts), "mul_sigmoid");
+    if (skip(kMulSigmoid, x, gate, gate_stride, T, n, acts.q, early_gate)) return;
+    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts, early_gate),
+          "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {

@@ -36,14 +36,20 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, si
   }
 }
 
+// early_gate: the kernel before did not write the gates (kernels.h), so each thread's first
+// gate and its sigmoid are taken before the wait.
 __global__ void mul_sigmoid_kernel(float* x, const float* gate, size_t gate_stride, int64_t T,
-                                   int64_t n, Int8ActsOut acts) {
-  pdl_begin();
+                                   int64_t n, Int8ActsOut acts, bool early_gate) {
   const size_t total = static_cast<size_t>(T * n);
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total;
-       i += size_t{gridDim.x} * blockDim.x) {
+  const size_t first = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
+  float first_sigmoid = 0.f;
+  if (early_gate && first < total)
+    first_sigmoid = sigmoid(gate[first / n * gate_stride + first % n]);
+  pdl_begin();
+  for (size_t i = first; i < total; i += size_t{gridDim.x} * blockDim.x) {
     const size_t t = i / n, c = i % n;
-    const float v = x[i] * sigmoid(gate[t * gate_stride + c]);
+    const float v =
+        x[i] * (early_gate && i == first ? first_sigmoid : sigmoid(gate[t * gate_stride + c]));
     x[i] = v;
     if (acts.q != nullptr) quantize32_warp(v, static_cast<int64_t>(i - threadIdx.x % 32), acts);
   }
@@ -95,12 +101,12 @@ cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cud
 }
 
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
-                        cudaStream_t stream, Int8ActsOut acts) {
+                        cudaStream_t stream, Int8ActsOut acts, bool early_gate) {
   const size_t total = static_cast<size_t>(T * n);
   if (total == 0) return cudaSuccess;
   if (acts.q != nullptr && total % 32 != 0) return cudaErrorInvalidValue;
   launch_kernel(mul_sigmoid_kernel, grid_for(total), kThreads, 0, stream, x, gate, gate_stride, T,
-                n, acts);
+                n, acts, early_loads_enabled() && early_gate);
   return cudaGetLastError();
 }
 

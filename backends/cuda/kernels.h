@@ -35,8 +35,10 @@ cudaError_t copy_from_host(void* dst, const void* src, size_t n16, cudaStream_t 
 cudaError_t add(float* x, const float* y, size_t n, cudaStream_t stream);
 cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cudaStream_t stream,
                    Int8ActsOut acts = {});
+// early_gate: the kernel launched just before did not write the gates, so they may be read
+// before the programmatic wait.
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
-                        cudaStream_t stream, Int8ActsOut acts = {});
+                        cudaStream_t stream, Int8ActsOut acts = {}, bool early_gate = false);
 
 // best_logits.cu: Backend::best_logits_rows on the device. For each of `rows` rows of n logits
 // at src, its k best (k <= kBestLogitsMax, n <= 2^32) into values[row * k ..] and

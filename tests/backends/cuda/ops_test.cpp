@@ -428,6 +428,28 @@ TEST_F(CudaOps, ResidualNormRightAfterAProduct) {
   }
 }
 
+TEST_F(CudaOps, OutputGateRightAfterAProduct) {
+  const int64_t T = 2, n = 64, rows = 2 * n, cols = 32;  // a product of two gate rows per token
+  const std::vector<float> values = random(static_cast<size_t>(rows * cols));
+  const std::vector<uint8_t> bytes = store_as(DType::F32, values);
+  const Weight wc = cpu_->load_weight(weight_view(DType::F32, rows, cols, bytes));
+  const Weight wg = gpu_->load_weight(weight_view(DType::F32, rows, cols, bytes));
+  const std::vector<float> in = random(static_cast<size_t>(T * cols));
+  for (const bool product_into_gate : {true, false}) {
+    std::vector<float> x = random(static_cast<size_t>(T * n), -3.f, 3.f);
+    std::vector<float> gate = random(static_cast<size_t>(T * rows), -3.f, 3.f);
+    std::vector<float> other(gate.size());
+    auto ind = to_gpu(in), xd = to_gpu(x), gd = to_gpu(gate), od = gpu_->alloc(other.size());
+    // The gates are every other run of n values (a stride of 2n), as the q rows hold them.
+    cpu_->matmul(wc, in.data(), T, product_into_gate ? gate.data() : other.data());
+    cpu_->mul_sigmoid(x.data(), gate.data() + n, static_cast<size_t>(rows), T, n);
+    gpu_->matmul(wg, ind->data(), T, product_into_gate ? gd->data() : od->data());
+    gpu_->mul_sigmoid(xd->data(), gd->data() + n, static_cast<size_t>(rows), T, n);
+    expect_close(x, from_gpu(xd->data(), x.size()),
+                 product_into_gate ? "product into the gates" : "product elsewhere");
+  }
+}
+
 TEST_F(CudaOps, DeltaRuleRightAfterAWriterOfItsState) {
   const Backend::DeltaRuleShape sh{2, 4, 128, 128};
   const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;

@@ -752,13 +752,12 @@ class CudaBackend final : public Backend {
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
     const auto timed = profile_->scope("mul_sigmoid");
     const bool early_gate =
-        T > 0 && last_writes_.untouched(gate, static_cast<size_t>(T - 1) * gate_stride +
-                                                  static_cast<size_t>(n));
+        T > 0 && last_writes_.untouched(
+                     gate, static_cast<size_t>(T - 1) * gate_stride + static_cast<size_t>(n));
     forget_acts();
     const cuda::Int8ActsOut acts = quant_->produce_acts(x, T * n);
     if (skip(kMulSigmoid, x, gate, gate_stride, T, n, acts.q, early_gate)) return;
-    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts, early_gate),
-          "mul_sigmoid");
+    check(cuda::mul_sigmoid(x, gate, gate_stride, T, n, stream_, acts, early_gate), "mul_sigmoid");
   }
 
   void swiglu(const float* gate, const float* up, float* out, size_t n) override {

@@ -155,8 +155,8 @@ cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, cons
 }
 
 cudaError_t gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
-                           int64_t dv, float eps, float* out, cudaStream_t stream,
-                           Int8ActsOut acts, bool early_z) {
+                           int64_t dv, float eps, float* out, cudaStream_t stream, Int8ActsOut acts,
+                           bool early_z) {
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, dv, dv)) return cudaErrorInvalidValue;
   launch_kernel(gated_rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, x, z,

@@ -114,9 +114,9 @@ cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float*
   if (head_dim < 1 || head_dim > kMaxHeadDim || rot_dims < 0 || rot_dims > head_dim ||
       rot_dims % 2 != 0 || T > 2147483647 || n_head + n_head_kv > kMaxGridY)
     return cudaErrorInvalidValue;
-  const QkArgs a{qg,       q_head_stride, n_head, k,        n_head_kv, head_dim, q_weight,
-                 k_weight, q_eps,         k_eps,  rot_dims, positions, theta,    q_out,
-                 early_loads_enabled()};
+  const QkArgs a{qg,       q_head_stride, n_head,   k,     n_head_kv,
+                 head_dim, q_weight,      k_weight, q_eps, k_eps,
+                 rot_dims, positions,     theta,    q_out, early_loads_enabled()};
   launch_kernel(qk_norm_rope_kernel,
                 dim3(static_cast<unsigned>(T), static_cast<unsigned>(n_head + n_head_kv)),
                 threads_for(head_dim), 0, stream, a);

@@ -29,6 +29,7 @@
 
 #include "cuda/cuda_entry.h"
 #include "cuda/kernels.h"
+#include "cuda/last_writes.h"
 #include "cuda/op_profile.h"
 #include "cuda/paged_batch.h"
 #include "cuda/quants/quant_kernels.h"
@@ -1160,45 +1161,15 @@ class CudaBackend final : public Backend {
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
-  // What the kernels of the last op wrote, when that op was a product, a convolution or the
-  // delta rule: a kernel may read a buffer before its programmatic wait only when the kernel
-  // launched just before it cannot have written that buffer (kernels.h). Every other op
-  // forgets it (forget_acts), and it stays unknown while norms may be folded into products
-  // (their launches then write the norm's buffers too).
-  class LastWrites {
-   public:
-    void forget() { known_ = false; }
-    void start(bool trackable) {
-      known_ = trackable;
-      n_ = 0;
-    }
-    void add(const float* p, size_t floats) {
-      if (n_ == kMax) {
-        known_ = false;
-        return;
-      }
-      ranges_[n_++] = {p, p + floats};
-    }
-    // Whether [p, p + floats) is known to be untouched by the last op's kernels.
-    bool untouched(const float* p, size_t floats) const {
-      if (!known_ || p == nullptr) return false;
-      for (int i = 0; i < n_; ++i)
-        if (p < ranges_[i].second && ranges_[i].first < p + floats) return false;
-      return true;
-    }
-
-   private:
-    static constexpr int kMax = 2 * cuda::kRecurrentSeqsPerLaunch + 2;
-    std::array<std::pair<const float*, const float*>, kMax> ranges_{};
-    int n_ = 0;
-    bool known_ = false;
-  };
-  LastWrites last_writes_;
-
+  // The last op's writes (last_writes.h). Never known while norms may be folded into
+  // products, whose launches then also write the norm's buffers.
+  cuda::LastWrites last_writes_;
+  // Every op but the products: the quantized input and the last op's writes are forgotten.
   void forget_acts() {
     quant_->forget_acts();
     last_writes_.forget();
   }
+
   void* best_scratch_ = nullptr;
   size_t best_scratch_bytes_ = 0;
   void* best_host_ = nullptr;

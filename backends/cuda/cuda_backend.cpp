@@ -201,9 +201,13 @@ class CudaBackend final : public Backend {
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
     graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
               !(profiling && *profiling && std::strcmp(profiling, "0") != 0);
+    if (const char* kept = std::getenv("HOSTLM_CUDA_GRAPHS_KEPT"))
+      steps_kept_ = std::clamp(std::atoi(kept), 1, kRecordedSteps);
     if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats == '1')
       graph_stats_.on = cudaEventCreate(&graph_stats_.begin) == cudaSuccess &&
-                        cudaEventCreate(&graph_stats_.end) == cudaSuccess;
+                        cudaEventCreate(&graph_stats_.end) == cudaSuccess &&
+                        cudaEventCreate(&graph_stats_.fetched[0]) == cudaSuccess &&
+                        cudaEventCreate(&graph_stats_.fetched[1]) == cudaSuccess;
   }
 
   ~CudaBackend() override {
@@ -221,12 +225,18 @@ class CudaBackend final : public Backend {
                    g.timed ? 1e3 * g.gpu_ms / static_cast<double>(g.timed) : 0.0,
                    g.apart ? 1e3 * g.apart_ms / static_cast<double>(g.apart) : 0.0,
                    g.host ? 1e3 * g.host_ms / static_cast<double>(g.host) : 0.0);
-      if (g.begin) cudaEventDestroy(g.begin);
-      if (g.end) cudaEventDestroy(g.end);
+      std::fprintf(stderr,
+                   "hostlm cuda graphs: on the GPU, a replay's results came back in %.1f us "
+                   "after it, and the GPU then waited %.1f us for the next replay\n",
+                   g.fetches ? 1e3 * g.fetch_ms / static_cast<double>(g.fetches) : 0.0,
+                   g.waits ? 1e3 * g.wait_ms / static_cast<double>(g.waits) : 0.0);
+      for (cudaEvent_t e : {g.begin, g.end, g.fetched[0], g.fetched[1]})
+        if (e) cudaEventDestroy(e);
     }
     abort_step();
     cudaStreamSynchronize(stream_);
-    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    for (RecordedStep& r : recorded_steps_)
+      if (r.exec) cudaGraphExecDestroy(r.exec);
     for (void* p : retired_) cudaFree(p);
     for (void* p : weights_) cudaFree(p);
     for (void* p : host_weights_) cudaFreeHost(p);
@@ -280,6 +290,7 @@ class CudaBackend final : public Backend {
     quant_->flush_norm();
     check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
+    mark_fetched();
     check(cudaStreamSynchronize(stream_), "download");
     downloaded();
   }
@@ -290,6 +301,7 @@ class CudaBackend final : public Backend {
       check(
           cudaMemcpyAsync(dst[i], src + i * n, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
           "download");
+    mark_fetched();
     check(cudaStreamSynchronize(stream_), "download");
     downloaded();
   }
@@ -331,6 +343,7 @@ class CudaBackend final : public Backend {
           "best logits");
     check(cudaMemcpyAsync(best_host_, device_values, out_bytes, cudaMemcpyDeviceToHost, stream_),
           "best logits download");
+    mark_fetched();
     check(cudaStreamSynchronize(stream_), "best logits download");
     downloaded();
     const auto* host_values = static_cast<const float*>(best_host_);
@@ -387,8 +400,9 @@ class CudaBackend final : public Backend {
     step_.reset();
     replay_failed_ = false;
     step_generation_ = staging_generation();
-    if (graph_exec_ && recorded_replayable_ && !record_next_ &&
-        step_generation_ == recorded_generation_) {
+    const bool any = std::any_of(recorded_steps_.begin(), recorded_steps_.end(),
+                                 [&](const RecordedStep& r) { return replayable(r); });
+    if (any && !record_next_) {
       mode_ = UploadMode::replay;
       return;
     }
@@ -401,11 +415,16 @@ class CudaBackend final : public Backend {
     forget_acts();
     if (mode_ == UploadMode::replay) {
       mode_ = UploadMode::live;
-      if (replay_failed_ || !(step_ == recorded_)) {
+      RecordedStep* match = nullptr;
+      for (RecordedStep& r : recorded_steps_)
+        if (replayable(r) && r.ops == step_) match = &r;
+      if (replay_failed_ || match == nullptr) {
         ++graph_stats_.missed;
         record_next_ = true;
         return false;
       }
+      match->used = ++step_tick_;
+      graph_exec_ = match->exec;
       launch_replay();
       graph_launched();
       ++graph_stats_.replayed;
@@ -415,28 +434,34 @@ class CudaBackend final : public Backend {
     mode_ = UploadMode::live;
     cudaGraph_t graph = nullptr;
     check(cudaStreamEndCapture(stream_, &graph), "graph capture");
+    // The least recently used slot takes the recording, updated in place when the shapes allow.
+    RecordedStep& slot = *std::min_element(
+        recorded_steps_.begin(), recorded_steps_.begin() + steps_kept_,
+        [](const RecordedStep& a, const RecordedStep& b) { return a.used < b.used; });
+    slot.replayable = false;
     cudaGraphExecUpdateResultInfo info{};
-    if (graph_exec_ == nullptr || cudaGraphExecUpdate(graph_exec_, graph, &info) != cudaSuccess) {
+    if (slot.exec == nullptr || cudaGraphExecUpdate(slot.exec, graph, &info) != cudaSuccess) {
       (void)cudaGetLastError();  // a changed shape: instantiate afresh
-      if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
-      graph_exec_ = nullptr;
-      const cudaError_t status = cudaGraphInstantiate(&graph_exec_, graph, 0);
+      if (slot.exec) cudaGraphExecDestroy(slot.exec);
+      slot.exec = nullptr;
+      const cudaError_t status = cudaGraphInstantiate(&slot.exec, graph, 0);
       if (status != cudaSuccess) {
-        graph_exec_ = nullptr;
-        recorded_replayable_ = false;
+        slot.exec = nullptr;
         cudaGraphDestroy(graph);
         check(status, "graph instantiation");
       }
     }
     cudaGraphDestroy(graph);
+    graph_exec_ = slot.exec;
     check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
     graph_launched();
     ++graph_stats_.recorded;
     // Buffers replaced during the capture are freed once it has run: a replay would read
     // them, so such a recording is used once.
-    recorded_ = step_;
-    recorded_generation_ = staging_generation();
-    recorded_replayable_ = retired_.empty() && recorded_generation_ == step_generation_;
+    slot.ops = step_;
+    slot.generation = staging_generation();
+    slot.replayable = retired_.empty() && slot.generation == step_generation_;
+    slot.used = ++step_tick_;
     return true;
   }
 
@@ -445,7 +470,7 @@ class CudaBackend final : public Backend {
     if (mode_ == UploadMode::replay) mode_ = UploadMode::live;
     if (mode_ != UploadMode::capture) return;
     mode_ = UploadMode::live;
-    recorded_replayable_ = false;
+    for (RecordedStep& r : recorded_steps_) r.replayable = false;
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
@@ -977,6 +1002,18 @@ class CudaBackend final : public Backend {
     graph_stats_.last_download = std::chrono::steady_clock::now();
     graph_stats_.downloaded = true;
   }
+  // A download's copies are queued: the first after a timed replay marks when its results
+  // are back on the GPU's side. Any other download breaks the chain of timed steps.
+  void mark_fetched() {
+    auto& g = graph_stats_;
+    if (!g.on) return;
+    if (!g.pending) {
+      g.last_fetch_valid = false;
+      return;
+    }
+    if (g.fetch_recorded) return;
+    g.fetch_recorded = cudaEventRecord(g.fetched[g.fetch_turn], stream_) == cudaSuccess;
+  }
   // Adds the last timed replay's GPU time, once the stream has finished it.
   void collect_replay_time() {
     auto& g = graph_stats_;
@@ -986,6 +1023,20 @@ class CudaBackend final : public Backend {
       g.gpu_ms += ms;
       ++g.timed;
     }
+    if (g.last_fetch_valid &&
+        cudaEventElapsedTime(&ms, g.fetched[1 - g.fetch_turn], g.begin) == cudaSuccess) {
+      g.wait_ms += ms;
+      ++g.waits;
+    }
+    g.last_fetch_valid = false;
+    if (g.fetch_recorded && cudaEventSynchronize(g.fetched[g.fetch_turn]) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, g.end, g.fetched[g.fetch_turn]) == cudaSuccess) {
+      g.fetch_ms += ms;
+      ++g.fetches;
+      g.last_fetch_valid = true;
+      g.fetch_turn = 1 - g.fetch_turn;
+    }
+    g.fetch_recorded = false;
     g.pending = false;
   }
 
@@ -1187,10 +1238,27 @@ class CudaBackend final : public Backend {
   // Decode steps as CUDA graphs (begin_step): on unless HOSTLM_CUDA_GRAPHS=0 or profiling.
   bool graphs_ = true, warmed_up_ = false;
   UploadMode mode_ = UploadMode::live;  // recording or replaying a step, or neither
-  cudaGraphExec_t graph_exec_ = nullptr;
-  StepFingerprint step_, recorded_;  // this step's ops; those of the recorded graph
-  uint64_t step_generation_ = 0, recorded_generation_ = 0;  // staging_generation() then
-  bool recorded_replayable_ = false;
+  // Recorded decode steps, kept by their ops so that a step like any of them replays it: a
+  // decode from a short context changes its attention grid as it grows (at powers of two of
+  // pages), and a new sequence starts small again, so one recording would be replaced at
+  // each of those changes and recorded afresh at the next (2-4 ms each time).
+  struct RecordedStep {
+    cudaGraphExec_t exec = nullptr;
+    StepFingerprint ops;
+    uint64_t generation = 0;  // staging_generation() when recorded
+    bool replayable = false;
+    uint64_t used = 0;  // step_tick_ at its last launch (0: never)
+  };
+  static constexpr int kRecordedSteps = 8;
+  int steps_kept_ = kRecordedSteps;  // HOSTLM_CUDA_GRAPHS_KEPT=N (1-8), for comparisons
+  bool replayable(const RecordedStep& r) const {
+    return r.exec != nullptr && r.replayable && r.generation == step_generation_;
+  }
+  std::array<RecordedStep, kRecordedSteps> recorded_steps_;
+  uint64_t step_tick_ = 0;
+  cudaGraphExec_t graph_exec_ = nullptr;  // the one launched last (owned by recorded_steps_)
+  StepFingerprint step_;                  // this step's ops
+  uint64_t step_generation_ = 0;          // staging_generation() at this step's start
   bool record_next_ = false;    // the last replay did not match: record the next step
   bool replay_failed_ = false;  // this replayed step cannot match (a buffer would grow)
   struct {
@@ -1200,6 +1268,15 @@ class CudaBackend final : public Backend {
     bool pending = false;  // a timed replay whose time is not yet added
     double gpu_ms = 0, apart_ms = 0, host_ms = 0;
     uint64_t timed = 0, apart = 0, host = 0;
+    // On the GPU: a timed replay's end to its download's end, and a download's end to the
+    // next timed replay's start (the step's time outside its graph). Two events take turns,
+    // so the last download's stays readable while the next one is recorded.
+    cudaEvent_t fetched[2] = {nullptr, nullptr};
+    int fetch_turn = 0;
+    bool fetch_recorded = false;  // fetched[fetch_turn] follows the pending replay
+    bool last_fetch_valid = false;  // fetched[1 - fetch_turn] ended the step before it
+    double fetch_ms = 0, wait_ms = 0;
+    uint64_t fetches = 0, waits = 0;
     std::chrono::steady_clock::time_point last_start, last_download;
     bool downloaded = false;  // a download since the last replay
   } graph_stats_;

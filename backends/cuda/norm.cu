@@ -19,12 +19,44 @@ constexpr int kThreads = 128;  // gated norm: rows of one head (128-256 values)
 constexpr int kPerThread = 8;
 constexpr int kMaxThreads = 1024;
 
-// out = rms_norm(x (+ y)) with, for kAdd, x += y written back. Each thread reads, and then
-// rewrites, only its own elements (out == x is safe). The squares are summed in double, per
-// thread in index order and then across the block, the same way for both forms, so the fused
-// form equals add followed by rms_norm. With acts.q set (n a multiple of 32, within the
-// register path) the output row is also staged in shared memory (n floats of dynamic shared
-// memory) and written quantized for the GEMV.
+// Eight consecutive floats from p + i (zeros past n): two 16-byte loads when vec (p 16-byte
+// aligned) and all eight lie within n.
+__device__ __forceinline__ void load8(const float* p, int64_t i, int64_t n, bool vec,
+                                      float (&v)[kPerThread]) {
+  if (vec && i + kPerThread <= n) {
+    const float4 a = *reinterpret_cast<const float4*>(p + i);
+    const float4 b = *reinterpret_cast<const float4*>(p + i + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) v[k] = i + k < n ? p[i + k] : 0.f;
+}
+
+__device__ __forceinline__ void store8(float* p, int64_t i, int64_t n, bool vec,
+                                       const float (&v)[kPerThread]) {
+  if (vec && i + kPerThread <= n) {
+    *reinterpret_cast<float4*>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+    *reinterpret_cast<float4*>(p + i + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k)
+    if (i + k < n) p[i + k] = v[k];
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// out = rms_norm(x (+ y)) with, for kAdd, x += y written back. Rows of up to 8,192 values
+// (kPerThread * kMaxThreads) live in registers, eight consecutive ones a thread: each thread
+// reads, and then rewrites, only its own elements (out == x is safe). The squares are summed
+// in double, per thread in index order and then across the block (block_sum), the same way
+// for both forms, so the fused form equals add followed by rms_norm; the folded norm
+// (quants/fold_norm.cuh) sums in this order too. With acts.q set (n a multiple of 32) the
+// output is also written quantized for the GEMV, straight from the registers: a 32-value
+// block is four lanes' values.
 // early: the weights are read before the programmatic wait; early_x (kAdd, with early): x too,
 // which the caller knows the kernel before did not write (kernels.h).
 template <bool kAdd>
@@ -36,53 +68,37 @@ __global__ void __launch_bounds__(kMaxThreads)
   float* xr = x + blockIdx.x * x_stride;
   const float* yr = kAdd ? y + blockIdx.x * n : nullptr;
   float* o = out + blockIdx.x * out_stride;
-  const int64_t step = blockDim.x;
-  const bool in_registers = n <= kPerThread * step;
-  // The weights are model constants (kernels.h): they are loaded before the wait for the
-  // kernel before, so their trip to DRAM overlaps its tail instead of following it.
-  float wv[kPerThread], xv[kPerThread];
-  if (in_registers) {
+  if (n <= int64_t{kPerThread} * blockDim.x) {
+    const int64_t i0 = int64_t{threadIdx.x} * kPerThread;
+    const bool vec = aligned16(xr) && (!kAdd || aligned16(yr)) && aligned16(o) && aligned16(weight);
+    // The weights are model constants (kernels.h): they are loaded before the wait for the
+    // kernel before, so their trip to DRAM overlaps its tail instead of following it.
+    float wv[kPerThread], v[kPerThread];
+    load8(weight, i0, n, vec, wv);
+    if (kAdd && early_x) load8(xr, i0, n, vec, v);
+    if (early) pdl_begin();
+    if (!(kAdd && early_x)) load8(xr, i0, n, vec, v);
+    if (kAdd) {
+      float yv[kPerThread];
+      load8(yr, i0, n, vec, yv);
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int64_t i = threadIdx.x + k * step;
-      wv[k] = i < n ? weight[i] : 0.f;
-      xv[k] = kAdd && early_x && i < n ? xr[i] : 0.f;
+      for (int k = 0; k < kPerThread; ++k) v[k] += yv[k];
+      store8(xr, i0, n, vec, v);
     }
-  }
-  if (early) pdl_begin();
-  double ss = 0.0;
-  if (in_registers) {
-    float v[kPerThread];
-#pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int64_t i = threadIdx.x + k * step;
-      v[k] = i < n ? (kAdd ? (early_x ? xv[k] : xr[i]) + yr[i] : xr[i]) : 0.f;
-    }
+    double ss = 0.0;
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) ss += double{v[k]} * v[k];
-    if (kAdd) {
-#pragma unroll
-      for (int k = 0; k < kPerThread; ++k)
-        if (threadIdx.x + k * step < n) xr[threadIdx.x + k * step] = v[k];
-    }
     ss = block_sum(ss, scratch);
     const float inv = 1.f / sqrtf(static_cast<float>(ss / static_cast<double>(n)) + eps);
-    extern __shared__ float staged[];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int64_t i = threadIdx.x + k * step;
-      const float r = v[k] * inv * wv[k];
-      if (i < n) {
-        o[i] = r;
-        if (acts.q != nullptr) staged[i] = r;
-      }
-    }
-    if (acts.q != nullptr) {
-      __syncthreads();
-      quantize_row_from_shared(staged, n, int64_t{blockIdx.x} * n, acts);
-    }
+    for (int k = 0; k < kPerThread; ++k) v[k] = v[k] * inv * wv[k];
+    store8(o, i0, n, vec, v);
+    if (acts.q != nullptr && i0 < n) quantize8_lanes(v, int64_t{blockIdx.x} * n + i0, acts);
     return;
   }
+  if (early) pdl_begin();
+  const int64_t step = blockDim.x;
+  double ss = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += step) {  // rows wider than 8,192
     const float v = kAdd ? xr[i] + yr[i] : xr[i];
     if (kAdd) xr[i] = v;
@@ -137,7 +153,7 @@ cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_str
   if (!can_quantize(acts, n, kNormQuantizeMax) || (acts.q != nullptr && out_stride != size_t(n)))
     return cudaErrorInvalidValue;
   launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), rms_norm_threads(n),
-                acts.q != nullptr ? n * sizeof(float) : 0, stream, const_cast<float*>(x), x_stride,
+                0, stream, const_cast<float*>(x), x_stride,
                 nullptr, out, out_stride, n, weight, eps, acts, early_loads_enabled(), false);
   return cudaGetLastError();
 }
@@ -147,8 +163,7 @@ cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, cons
                          bool early_x) {
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, n, kNormQuantizeMax)) return cudaErrorInvalidValue;
-  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n),
-                acts.q != nullptr ? n * sizeof(float) : 0, stream, x, static_cast<size_t>(n), y,
+  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n), 0, stream, x, static_cast<size_t>(n), y,
                 out, static_cast<size_t>(n), n, weight, eps, acts, early_loads_enabled(),
                 early_loads_enabled() && early_x);
   return cudaGetLastError();

@@ -27,42 +27,34 @@ __device__ __forceinline__ void quantize32_warp(float v, int64_t i0, const Int8A
   if (lane == 0) out.d[i0 / 32] = scale;
 }
 
-// A whole row of n values (n a multiple of 32) staged in shared memory, quantized by the
-// block with eight consecutive values per thread: four lanes per 32, so two shuffles find
-// each amax where quantize32_warp needs five per 32 values and a thread. Same numbers as
-// quantize32_warp. `base` is the flat index of the row's first value. Call with the whole
-// block after the row is in `row` and visible (a __syncthreads).
-__device__ __forceinline__ void quantize_row_from_shared(const float* row, int64_t n, int64_t base,
-                                                         const Int8ActsOut& out) {
+// Eight consecutive values v of the flat input, starting at i (a multiple of 8), held by one
+// thread; the four lanes 4g..4g+3 of a warp hold one 32-value block (i of lane 4g a multiple
+// of 32) and call this together. Two shuffles find each amax where quantize32_warp needs
+// five per 32 values and a thread. Same numbers as quantize32_warp.
+__device__ __forceinline__ void quantize8_lanes(const float (&v)[8], int64_t i,
+                                                const Int8ActsOut& out) {
   const int lane = threadIdx.x % 32;
   const unsigned four = 0xfu << (lane & 28);  // the lanes of this thread's 32 values
-  for (int64_t t = threadIdx.x; t * 8 < n; t += blockDim.x) {
-    float v[8];
-    float amax = 0.f;
+  float amax = 0.f;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      v[k] = row[t * 8 + k];
-      amax = fmaxf(amax, fabsf(v[k]));
-    }
-    amax = fmaxf(amax, __shfl_xor_sync(four, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(four, amax, 2));
-    const float inv = amax > 0.f ? 127.f / amax : 0.f;
-    uint32_t packed[2] = {0, 0};
-    int sum = 0;
+  for (int k = 0; k < 8; ++k) amax = fmaxf(amax, fabsf(v[k]));
+  amax = fmaxf(amax, __shfl_xor_sync(four, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(four, amax, 2));
+  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  uint32_t packed[2] = {0, 0};
+  int sum = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int iq = __float2int_rn(v[k] * inv);
-      sum += iq;
-      packed[k / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(iq)))
-                       << (8 * (k % 4));
-    }
-    sum += __shfl_xor_sync(four, sum, 1);  // the 16 values of this half
-    const int64_t i = base + t * 8;
-    *reinterpret_cast<uint2*>(out.q + i) = make_uint2(packed[0], packed[1]);
-    const float scale = amax / 127.f;
-    if (t % 2 == 0) out.s16[i / 16] = scale * static_cast<float>(sum);
-    if (t % 4 == 0) out.d[i / 32] = scale;
+  for (int k = 0; k < 8; ++k) {
+    const int iq = __float2int_rn(v[k] * inv);
+    sum += iq;
+    packed[k / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(iq)))
+                     << (8 * (k % 4));
   }
+  sum += __shfl_xor_sync(four, sum, 1);  // the 16 values of this half
+  *reinterpret_cast<uint2*>(out.q + i) = make_uint2(packed[0], packed[1]);
+  const float scale = amax / 127.f;
+  if (i % 16 == 0) out.s16[i / 16] = scale * static_cast<float>(sum);
+  if (i % 32 == 0) out.d[i / 32] = scale;
 }
 
 }  // namespace hostlm::cuda

@@ -25,7 +25,7 @@ inline size_t fold_bytes(int64_t n) {
 }
 
 // The norm (norm.cu's norm_kernel for one row, in its order, so the same bits) computed by
-// every block, its output quantized into `area` as quantize_row_from_shared would write it;
+// every block, its output quantized into `area` as the norm kernel writes it (quantize8_lanes);
 // returns those activations and sets `inv` (the norm's 1 / rms) for fold_norm_writes. Every
 // thread of the block calls it.
 __device__ __forceinline__ QuantActs fold_norm(const FoldedNorm& f, int threads, uint8_t* area,
@@ -41,9 +41,10 @@ __device__ __forceinline__ QuantActs fold_norm(const FoldedNorm& f, int threads,
   for (int j = 0; j < kFoldPerWarp; ++j) {
     const int vw = warp + j * warps;
     if (vw < vwarps) {
+      const int64_t i0 = (int64_t{vw} * 32 + lane) * 8;  // eight consecutive values a thread
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        const int64_t i = vw * 32 + lane + int64_t{k} * threads;
+        const int64_t i = i0 + k;
         v[j][k] = i < f.n ? (f.y != nullptr ? f.x[i] + f.y[i] : f.x[i]) : 0.f;
         wv[j][k] = i < f.n ? f.weight[i] : 0.f;
       }
@@ -63,10 +64,12 @@ __device__ __forceinline__ QuantActs fold_norm(const FoldedNorm& f, int threads,
   for (int j = 0; j < kFoldPerWarp; ++j) {
     const int vw = warp + j * warps;
     if (vw < vwarps) {
+      const int64_t i0 = (int64_t{vw} * 32 + lane) * 8;
+      if (i0 < f.n) {  // n % 32 == 0: whole groups of four lanes
+        float r[8];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int64_t i0 = vw * 32 + int64_t{k} * threads;  // n % 32 == 0: whole warps
-        if (i0 < f.n) quantize32_warp(v[j][k] * inv * wv[j][k], i0, staged);
+        for (int k = 0; k < 8; ++k) r[k] = v[j][k] * inv * wv[j][k];
+        quantize8_lanes(r, i0, staged);
       }
     }
   }

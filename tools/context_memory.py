@@ -11,14 +11,16 @@ mixtures too; the tied sizes store their embeddings once).
 
 What `hostlm serve --parallel P --ctx N` allocates (host/src/engine/memory_plan.cpp, the plan
 it prints at load): the weights; a KV pool of pages of 32 tokens, P * ceil(N / 32) for the
-running sequences plus a quarter of that (at least 64 pages) for the prefix cache; recurrent
+running sequences plus a quarter of that (at most 1 GiB, at least 64 pages; on a GPU none
+when the running contexts hold 65,536 tokens or more) for the prefix cache; recurrent
 state for the P running sequences plus max(2, min(4P, 1 GiB / state)) prefix-cache
 snapshots; and the activations of one step of B = 256 tokens (4 bytes x (4 B W + 3 B H +
 min(P, 64) V), W the widest projection; the logits buffer has a row per sequence decoded
 together).
 
     python3 tools/context_memory.py              # the README table (F16 KV, one sequence)
-    python3 tools/context_memory.py --plan 27b --ctx 262144 [--type Q4_K_M] [--parallel 1]
+    python3 tools/context_memory.py --plan 27b --ctx 262144 [--type Q4_K_M] [--parallel 1] \\
+        [--backend cpu|cuda]
     python3 tools/context_memory.py --check MODEL.gguf --ctx 4096,32768 \\
         --hostlm build/bin/hostlm [--backend cpu|cuda] [--fill TOKENS] [--json OUT.json]
 
@@ -54,6 +56,7 @@ GIB, MIB = 1024**3, 1024**2
 PAGE_TOKENS = 32
 SERVE_BATCH = 256  # hostlm serve's tokens per step on the CPU (ModelLoadOptions::max_batch)
 SERVE_BATCH_GPU = 2048  # and on a GPU backend
+NO_RESERVE_TOKENS = 65536  # a GPU's running contexts from which the cache gets no reserve
 KV_BYTES = {"F16": 2.0, "Q8_0": 34 / 32, "F32": 4.0}
 README_SIZES = {"0.8B": "0.8b", "2B": "2b", "4B": "4b", "9B": "9b", "27B": "27b"}
 CONTEXTS = [8192, 32768, 131072, 262144]
@@ -96,11 +99,12 @@ def recurrent_bytes(f):
     return f["gdn"] * ((f["kc"] - 1) * f["cd"] + f["hv"] * f["dk"] * f["dv"]) * 4
 
 
-def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH):
+def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH, gpu=False):
     """The plan hostlm's engine makes (host/src/engine/memory_plan.cpp), in bytes."""
     page = int(kv_bytes_per_token(f, kv) * PAGE_TOKENS)
     running = parallel * -(-ctx // PAGE_TOKENS)
-    pages = running + max(64, min(running // 4, GIB // page))
+    no_reserve = gpu and running * PAGE_TOKENS >= NO_RESERVE_TOKENS
+    pages = running + (0 if no_reserve else max(64, min(running // 4, GIB // page)))
     state = recurrent_bytes(f)
     snapshots = max(2, min(4 * parallel, GIB // max(state, 1)))
     heads, kv, vd = f["nq"] * f["d"], f["nkv"] * f["d"], f["hv"] * f["dv"]
@@ -117,7 +121,7 @@ def readme_table():
     print("| size | weights BF16 / Q8_0 / Q4_K_M (GiB) | KV F16 per 1K tokens (MiB) | "
           "recurrent state per sequence (MiB) | " +
           " | ".join(f"KV at {c // 1024}K (GiB)" for c in CONTEXTS) +
-          " | `hostlm serve` at 256K, Q4_K_M (GiB) |")
+          " | `hostlm serve` at 256K on a GPU, Q4_K_M (GiB) |")
     print("|---" * (5 + len(CONTEXTS)) + "|")
     for name, size in README_SIZES.items():
         f = shape_facts(size)
@@ -125,7 +129,7 @@ def readme_table():
         w = " / ".join(f"{weights[t] / GIB:.1f}" for t in SCHEMES)
         kv = kv_bytes_per_token(f)
         cols = " | ".join(f"{kv * c / GIB:.2f}" for c in CONTEXTS)
-        serve = serve_plan(f, weights["Q4_K_M"], 262144)["total"]
+        serve = serve_plan(f, weights["Q4_K_M"], 262144, batch=SERVE_BATCH_GPU, gpu=True)["total"]
         print(f"| {name} | {w} | {kv * 1024 / MIB:.0f} | {recurrent_bytes(f) / MIB:.1f} | {cols} | "
               f"{serve / GIB:.1f} |")
 
@@ -292,7 +296,7 @@ def check(args):
         r = serve_once(args, ctx, args.fill if ctx == max(args.ctx) else 0)
         on_gpu = " on cpu " not in r["hostlm_plan"]["text"]
         r["formula_plan"] = serve_plan(facts, weights, ctx,
-                                       batch=SERVE_BATCH_GPU if on_gpu else SERVE_BATCH)
+                                       batch=SERVE_BATCH_GPU if on_gpu else SERVE_BATCH, gpu=on_gpu)
         rows.append(r)
         print(r["hostlm_plan"]["text"], file=sys.stderr)
     print(f"{args.model} on {args.backend}, `hostlm serve --parallel 1 --ctx N`\n")
@@ -353,7 +357,9 @@ def main():
         f = shape_facts(args.plan)
         w = shape_weight_bytes(args.plan, args.type)
         for ctx in args.ctx:
-            p = serve_plan(f, w, ctx, args.parallel)
+            gpu = args.backend == "cuda"
+            p = serve_plan(f, w, ctx, args.parallel, batch=SERVE_BATCH_GPU if gpu else SERVE_BATCH,
+                           gpu=gpu)
             print(f"{args.plan} {args.type}, {args.parallel} x {ctx} tokens: " +
                   ", ".join(f"{k} {p[k] / GIB:.2f} GiB" for k in ("weights", "kv", "state", "scratch", "total")))
     else:

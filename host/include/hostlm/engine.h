@@ -38,7 +38,8 @@ struct EngineOptions {
   DType kv_type = DType::F16;  // F32 (exact), F16 or Q8_0
   // Memory bounds in bytes (0: automatic). The KV pool holds the running requests' pages and,
   // in what they leave, the prefix cache's; automatic is max_sequences full contexts plus
-  // prefix_cache_bytes (automatic: a quarter of that, at most 1 GiB, at least 64 pages).
+  // prefix_cache_bytes (automatic: a quarter of that, at most 1 GiB, at least 64 pages; none
+  // on a GPU when the contexts hold 65,536 tokens or more in all).
   size_t kv_pool_bytes = 0;
   size_t prefix_cache_bytes = 0;
   // Recurrent-state snapshots of the prefix cache, least recently used dropped first

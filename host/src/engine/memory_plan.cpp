@@ -11,6 +11,9 @@ namespace hostlm::engine {
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
+// Running contexts (in tokens, all sequences) from which a GPU's pool gets no automatic
+// prefix-cache reserve.
+constexpr int64_t kNoReserveTokens = 65536;
 
 int64_t pages_for(int64_t tokens) { return (tokens + kKvPageTokens - 1) / kKvPageTokens; }
 
@@ -53,10 +56,16 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
                   std::to_string(pages_for(o.context)) + ")");
   } else {
     int64_t extra = 0;
-    if (o.prefix_cache) {
-      // Automatic: a quarter more than the running contexts, but at most 1 GiB. The cache
-      // also lives in whatever pages running requests leave free, and on a GPU the whole pool
-      // is allocated at load: a quarter of a 262K window would be 4 GiB on the 27B shape.
+    // On a GPU the whole pool is allocated at load. Running contexts of 64K tokens or more
+    // are seldom full, so there the automatic reserve is none: the cache lives in the pages
+    // running requests leave free (as llama.cpp's slots and vLLM's block pool keep theirs),
+    // and a long window costs no more memory than it does with them. On the CPU a page costs
+    // nothing until it is written, so the reserve stays.
+    const bool no_reserve = o.prefix_cache_bytes == 0 && p.backend != "cpu" &&
+                            running_pages * kKvPageTokens >= kNoReserveTokens;
+    if (o.prefix_cache && !no_reserve) {
+      // Automatic: a quarter more than the running contexts, but at most 1 GiB, at least 64
+      // pages. A quarter of a 262K window would be 4 GiB on the 27B shape.
       const size_t cache_bytes =
           o.prefix_cache_bytes > 0
               ? o.prefix_cache_bytes

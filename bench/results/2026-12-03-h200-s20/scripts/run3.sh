@@ -19,7 +19,10 @@ else
     python3 tools/make_shape_gguf.py 9b $W/9b-q80.gguf --type Q8_0 > $W/gq8.log 2>&1; echo "gq8 rc $?" >> $W/gq8.log
     python3 tools/make_shape_gguf.py 9b $W/9b-bf16.gguf --type BF16 > $W/gb.log 2>&1; echo "gb rc $?" >> $W/gb.log ) &
 fi
-bash .devcheck/start-llama.sh; L=/tmp/llama17
+L=/tmp/llama17
+# Call 2's build may still be running: start one only where none is (the script's own check
+# looks for the log its build writes at the end).
+pgrep -f "cmake --build build --target llama-bench" > /dev/null || [ -x $L/llsrc/build/bin/llama-bench ] || bash .devcheck/start-llama.sh
 if ldd $B/lib/libhostlm_cuda.so | grep -q "not found"; then
   export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(python3 -c "import nvidia.cublas as m; print(list(m.__path__)[0] + '/lib')")
 fi
@@ -27,8 +30,8 @@ $B/bin/hostlm --version | head -1
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
 while ! grep -q "gb rc" $W/gb.log 2>/dev/null; do sleep 2; [ $(( $(date +%s) - t0 )) -gt 300 ] && break; done
 el "waiting for llama.cpp"
-while ! grep -q "llama rc" $L/llama-build.log 2>/dev/null; do sleep 3; [ $(( $(date +%s) - t0 )) -gt 360 ] && break; done
-tail -1 $L/llama-build.log
+while pgrep -f "cmake --build build --target llama-bench" > /dev/null || ! grep -q "llama rc" $L/llama-build.log 2>/dev/null; do sleep 3; [ $(( $(date +%s) - t0 )) -gt 360 ] && break; done
+tail -2 $L/llama-build.log; ls -la $L/llsrc/build/bin/llama-bench
 el "compare, depth 0"
 DEPTHS="" REPS=2 STEP_TIMEOUT=100 LLAMA_BIN=$L/llsrc/build/bin RESULTS=$OUT/cmp timeout 230 bash tools/device/run_bench_compare.sh $B $W/9b-bf16.gguf $W/9b-q80.gguf $W/9b-q4km.gguf $W/08b-q4km.gguf > $OUT/compare-log.txt 2>&1; echo "compare rc $?"
 sed -n '/^| file/,/^$/p' $OUT/cmp/summary.md

@@ -18,7 +18,7 @@ timeout 230 $B/bin/test_cuda_backend --gtest_brief=1 > $OUT/cuda-tests.txt 2>&1;
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|tests from .* ran|Failure" $OUT/cuda-tests.txt | head -24
 wait_for_model
 el "plan at 262144 tokens"
-timeout 120 python3 tools/context_memory.py --check $M --ctx 262144 --hostlm $B/bin/hostlm --backend cuda > $OUT/plan-check.txt 2>&1; echo "plan check rc $?"
+PYTHONPATH=$W/gguf-py timeout 120 python3 tools/context_memory.py --check $M --ctx 262144 --hostlm $B/bin/hostlm --backend cuda > $OUT/plan-check.txt 2>&1; echo "plan check rc $?"
 grep -E "^\| 262144|equals|DIFFERS" $OUT/plan-check.txt
 el "262,112-token prompt, 32 generated"
 ( while true; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits >> $W/mem.txt; sleep 0.5; done ) & P=$!

@@ -1259,8 +1259,8 @@ class CudaBackend final : public Backend {
   cudaGraphExec_t graph_exec_ = nullptr;  // the one launched last (owned by recorded_steps_)
   StepFingerprint step_;                  // this step's ops
   uint64_t step_generation_ = 0;          // staging_generation() at this step's start
-  bool record_next_ = false;    // the last replay did not match: record the next step
-  bool replay_failed_ = false;  // this replayed step cannot match (a buffer would grow)
+  bool record_next_ = false;              // the last replay did not match: record the next step
+  bool replay_failed_ = false;            // this replayed step cannot match (a buffer would grow)
   struct {
     uint64_t recorded = 0, replayed = 0, missed = 0;
     bool on = false;  // HOSTLM_CUDA_GRAPH_STATS=1: printed at exit, replays timed
@@ -1273,7 +1273,7 @@ class CudaBackend final : public Backend {
     // so the last download's stays readable while the next one is recorded.
     cudaEvent_t fetched[2] = {nullptr, nullptr};
     int fetch_turn = 0;
-    bool fetch_recorded = false;  // fetched[fetch_turn] follows the pending replay
+    bool fetch_recorded = false;    // fetched[fetch_turn] follows the pending replay
     bool last_fetch_valid = false;  // fetched[1 - fetch_turn] ended the step before it
     double fetch_ms = 0, wait_ms = 0;
     uint64_t fetches = 0, waits = 0;

@@ -152,9 +152,9 @@ cudaError_t rms_norm(const float* x, size_t x_stride, float* out, size_t out_str
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, n, kNormQuantizeMax) || (acts.q != nullptr && out_stride != size_t(n)))
     return cudaErrorInvalidValue;
-  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), rms_norm_threads(n),
-                0, stream, const_cast<float*>(x), x_stride,
-                nullptr, out, out_stride, n, weight, eps, acts, early_loads_enabled(), false);
+  launch_kernel(norm_kernel<false>, static_cast<unsigned>(rows), rms_norm_threads(n), 0, stream,
+                const_cast<float*>(x), x_stride, nullptr, out, out_stride, n, weight, eps, acts,
+                early_loads_enabled(), false);
   return cudaGetLastError();
 }
 
@@ -163,9 +163,9 @@ cudaError_t add_rms_norm(float* x, const float* y, int64_t rows, int64_t n, cons
                          bool early_x) {
   if (rows == 0) return cudaSuccess;
   if (!can_quantize(acts, n, kNormQuantizeMax)) return cudaErrorInvalidValue;
-  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n), 0, stream, x, static_cast<size_t>(n), y,
-                out, static_cast<size_t>(n), n, weight, eps, acts, early_loads_enabled(),
-                early_loads_enabled() && early_x);
+  launch_kernel(norm_kernel<true>, static_cast<unsigned>(rows), rms_norm_threads(n), 0, stream, x,
+                static_cast<size_t>(n), y, out, static_cast<size_t>(n), n, weight, eps, acts,
+                early_loads_enabled(), early_loads_enabled() && early_x);
   return cudaGetLastError();
 }
 

@@ -94,8 +94,8 @@ GraphCounts run_with_graphs(PluginRegistry& registry, const testing::ReferenceMo
   EXPECT_LE(worst, 1e-6 * scale) << "max |graph - live| = " << worst;
   std::smatch m;
   GraphCounts c;
-  EXPECT_TRUE(std::regex_search(stats, m,
-                                std::regex(R"((\d+) recorded, (\d+) replayed, (\d+) missed)")))
+  EXPECT_TRUE(
+      std::regex_search(stats, m, std::regex(R"((\d+) recorded, (\d+) replayed, (\d+) missed)")))
       << stats;
   if (m.size() == 4) c = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3])};
   EXPECT_EQ(c.recorded + c.replayed, kSteps - 1) << stats;  // the first step runs live

@@ -227,9 +227,11 @@ class CudaBackend final : public Backend {
                    g.host ? 1e3 * g.host_ms / static_cast<double>(g.host) : 0.0);
       std::fprintf(stderr,
                    "hostlm cuda graphs: on the GPU, a replay's results came back in %.1f us "
-                   "after it, and the GPU then waited %.1f us for the next replay\n",
+                   "after it, and the GPU then waited %.1f us for the next replay; the host's "
+                   "pass over a replayed step took %.1f us\n",
                    g.fetches ? 1e3 * g.fetch_ms / static_cast<double>(g.fetches) : 0.0,
-                   g.waits ? 1e3 * g.wait_ms / static_cast<double>(g.waits) : 0.0);
+                   g.waits ? 1e3 * g.wait_ms / static_cast<double>(g.waits) : 0.0,
+                   g.walks ? 1e3 * g.walk_ms / static_cast<double>(g.walks) : 0.0);
       for (cudaEvent_t e : {g.begin, g.end, g.fetched[0], g.fetched[1]})
         if (e) cudaEventDestroy(e);
     }
@@ -404,6 +406,7 @@ class CudaBackend final : public Backend {
                                  [&](const RecordedStep& r) { return replayable(r); });
     if (any && !record_next_) {
       mode_ = UploadMode::replay;
+      if (graph_stats_.on) graph_stats_.walk_start = std::chrono::steady_clock::now();
       return;
     }
     record_next_ = false;
@@ -424,6 +427,12 @@ class CudaBackend final : public Backend {
         return false;
       }
       match->used = ++step_tick_;
+      if (graph_stats_.on) {
+        graph_stats_.walk_ms += std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - graph_stats_.walk_start)
+                                    .count();
+        ++graph_stats_.walks;
+      }
       graph_exec_ = match->exec;
       launch_replay();
       graph_launched();
@@ -1277,6 +1286,10 @@ class CudaBackend final : public Backend {
     bool last_fetch_valid = false;  // fetched[1 - fetch_turn] ended the step before it
     double fetch_ms = 0, wait_ms = 0;
     uint64_t fetches = 0, waits = 0;
+    // On the host: begin_step to end_step of a replayed step (the pass over the model's ops).
+    std::chrono::steady_clock::time_point walk_start;
+    double walk_ms = 0;
+    uint64_t walks = 0;
     std::chrono::steady_clock::time_point last_start, last_download;
     bool downloaded = false;  // a download since the last replay
   } graph_stats_;

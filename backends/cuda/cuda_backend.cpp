@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -196,6 +197,8 @@ class CudaBackend final : public Backend {
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
+    if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
+      direct_host_ = direct[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
     if (const char* parts = std::getenv("HOSTLM_CUDA_BF16_PARTS"))
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
@@ -357,12 +360,44 @@ class CudaBackend final : public Backend {
   }
   void pin_host(void* host, size_t bytes) override {
     // Without it each row is staged through the driver's bounce buffer at a fraction of
-    // the bus speed; failing only costs that speed.
-    if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) != cudaSuccess)
+    // the bus speed; failing only costs that speed. Mapped, so that kernels may write it
+    // (matmul_to_host).
+    if (cudaHostRegister(host, bytes, cudaHostRegisterMapped) != cudaSuccess) {
       (void)cudaGetLastError();
+      return;
+    }
+    void* device = nullptr;
+    if (cudaHostGetDevicePointer(&device, host, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    pinned_[static_cast<char*>(host)] = {bytes, static_cast<char*>(device)};
   }
   void unpin_host(void* host) override {
+    pinned_.erase(static_cast<char*>(host));
     if (cudaHostUnregister(host) != cudaSuccess) (void)cudaGetLastError();
+  }
+  // The single-token products write each warp's rows in one store (gemv_one_token.cu), so the
+  // writes cross the bus as the product runs and the logits need no download after it: on an
+  // H200 that download took 25 us a token.
+  bool matmul_to_host(const Weight& w, const float* x, float* host_y) override {
+    if (!direct_host_ || !quants::QuantMatmul::supports(w.type) || !quant_->groups(1) ||
+        pinned_.empty())
+      return false;
+    auto* p = reinterpret_cast<char*>(host_y);
+    auto it = pinned_.upper_bound(p);
+    if (it == pinned_.begin()) return false;
+    --it;
+    const size_t offset = static_cast<size_t>(p - it->first);
+    if (offset + static_cast<size_t>(w.rows) * sizeof(float) > it->second.bytes) return false;
+    const auto timed = profile_->scope("matmul to host");
+    matmul(w, x, 1, reinterpret_cast<float*>(it->second.device + offset));
+    return true;
+  }
+  void wait_host_writes() override {
+    mark_fetched();
+    check(cudaStreamSynchronize(stream_), "the product's host writes");
+    downloaded();
   }
   bool device_memory(size_t& used, size_t& total) override {
     size_t free_bytes = 0;
@@ -1221,6 +1256,12 @@ class CudaBackend final : public Backend {
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
+  struct Pinned {
+    size_t bytes;
+    char* device;  // the same memory as the kernels see it
+  };
+  std::map<char*, Pinned> pinned_;  // pin_host's ranges by their host address
   // The last op's writes (last_writes.h). Never known while norms may be folded into
   // products, whose launches then also write the norm's buffers.
   cuda::LastWrites last_writes_;

@@ -456,6 +456,15 @@ class Qwen35Model final : public Model {
     for (int64_t first = 0; first < n; first += logit_capacity_) {
       const int64_t rows = std::min(logit_capacity_, n - first);
       output_norm_.forward(backend_, gathered + first * H, normed_->data(), rows);
+      // One whole row (a single sequence's decode step): the product may write it straight
+      // into the caller's array, with no download after it (Backend::matmul_to_host).
+      const auto f = static_cast<size_t>(first);
+      if (rows == 1 && best_k_[f] == 0 && logit_dst_[f] != nullptr &&
+          backend_.matmul_to_host(output_, normed_->data(), logit_dst_[f])) {
+        if (!end_graph_step()) return false;
+        backend_.wait_host_writes();
+        continue;
+      }
       backend_.matmul(output_, normed_->data(), rows, logits_->data());
       // The recorded step runs before its logits come back.
       if (!end_graph_step()) return false;

@@ -302,7 +302,10 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
   // segment), thread t of the block for the block's row t (several, summed at the end).
   ConvChannel<kFusedConvMaxK> channel;
   int64_t conv_row = -1;
-  float conv_in = 0.f;  // one segment: the product of the row this lane convolves
+  // One segment: lane l keeps row row0 + l's product, and the warp writes its rows at the end
+  // in one store (or convolves them): consecutive values, one transaction, which also lets y
+  // be pinned host memory (CudaBackend::matmul_to_host) at a cost the product hides.
+  float mine = 0.f;
   if constexpr (kConv) {
     if (conv_rows) {
       const int t = static_cast<int>(threadIdx.x);
@@ -326,20 +329,18 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
     cp_async_commit();
     const float acc = lanes.dot(rows.view(r % kStages));
     const float s = warp_sum(acc);  // in every lane
-    if (kConv && conv_rows && plan.segments == 1) {
-      if (lane == r) conv_in = s;
+    if (plan.segments == 1) {
+      if (lane == r) mine = s;
     } else if (lane == 0) {
-      if (plan.segments == 1)
-        y[row0 + r] = s;
-      else
-        partial[segment * plan.rows_per_block() + group * plan.rows_per_warp + r] = s;
+      partial[segment * plan.rows_per_block() + group * plan.rows_per_warp + r] = s;
     }
   }
+  if (plan.segments == 1 && !(kConv && conv_rows) && lane < n_rows) y[row0 + lane] = mine;
   if constexpr (kFold) fold_norm_writes(l.norm, x, inv);
   if constexpr (kConv) {
     if (conv_rows && plan.segments == 1 && conv_row >= 0)
       l.conv.out[conv_row] =
-          channel.step(l.conv.state, l.conv.channels, l.conv.K, conv_row, conv_in);
+          channel.step(l.conv.state, l.conv.channels, l.conv.K, conv_row, mine);
   }
   if (plan.segments == 1) return;
   __syncthreads();

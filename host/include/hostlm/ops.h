@@ -112,6 +112,15 @@ class Backend {
   // page-locked for full-speed copies. Best effort: no-op where it does not apply or fails.
   virtual void pin_host(void* /*host*/, size_t /*bytes*/) {}
   virtual void unpin_host(void* /*host*/) {}
+  // One token's y[w.rows] = w x written by the product itself into host memory that pin_host
+  // registered (all of host_y's w.rows floats in one pinned range), so that no download
+  // follows it; may be recorded between begin_step and end_step like any op. Returns false,
+  // having done nothing, where the backend cannot; the caller then multiplies into backend
+  // memory and downloads. The values are in host_y once wait_host_writes() returns.
+  virtual bool matmul_to_host(const Weight& /*w*/, const float* /*x*/, float* /*host_y*/) {
+    return false;
+  }
+  virtual void wait_host_writes() {}
   // The memory of the device this backend computes on, when it has its own (a GPU): bytes in
   // use by everything on the device and bytes in all. False for host memory.
   virtual bool device_memory(size_t& /*used*/, size_t& /*total*/) { return false; }

@@ -17,11 +17,11 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -1255,7 +1255,7 @@ class CudaBackend final : public Backend {
   // Backend::best_logits_rows: device state and results, and their pinned host copy. On
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
-  bool fuse_conv_ = true;  // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  bool fuse_conv_ = true;    // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
   struct Pinned {
     size_t bytes;

@@ -339,8 +339,7 @@ __device__ __forceinline__ void matrix_rows(const QuantMatrix& w, QuantActs x, f
   if constexpr (kFold) fold_norm_writes(l.norm, x, inv);
   if constexpr (kConv) {
     if (conv_rows && plan.segments == 1 && conv_row >= 0)
-      l.conv.out[conv_row] =
-          channel.step(l.conv.state, l.conv.channels, l.conv.K, conv_row, mine);
+      l.conv.out[conv_row] = channel.step(l.conv.state, l.conv.channels, l.conv.K, conv_row, mine);
   }
   if (plan.segments == 1) return;
   __syncthreads();

@@ -197,6 +197,8 @@ class CudaBackend final : public Backend {
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
+    if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
+    if (const char* g = std::getenv("HOSTLM_CUDA_ATTN_GATE")) gate_in_attention_ = g[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
       direct_host_ = direct[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
@@ -794,29 +796,20 @@ class CudaBackend final : public Backend {
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
     const auto timed = profile_->scope("paged_attention");
-    forget_acts();
-    if (seqs.empty()) return;
-    if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
-      throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
-                  ", not " + std::to_string(seqs[0].kv.head_dim));
-    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
-    if (batch.descs == nullptr) return replay_cannot();
-    const size_t scratch_floats = cuda::paged_attention_scratch(batch, n_head);
-    if (mode_ == UploadMode::replay && scratch_floats > attention_scratch_floats_)
-      return replay_cannot();
-    float* scratch =
-        mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
-    // Its kernels write the outputs' rows and the scratch (and the uploads the page tables).
-    last_writes_.start(!quant_->folds_norms());
-    const int64_t width = n_head * seqs[0].kv.head_dim;
-    for (const PagedSequence& s : seqs)
-      last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
-    last_writes_.add(scratch, scratch_floats);
-    if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
-                   cuda::flash_prefill_rows(batch, n_head)))
+    attention(seqs, q, q_stride, n_head, scale, nullptr, 0, out);
+  }
+
+  // The gate goes into the attention kernels' writes (cuda::AttentionGate), or with
+  // HOSTLM_CUDA_ATTN_GATE=0 into a mul_sigmoid launch after them.
+  void paged_attention_gated(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
+                             int64_t n_head, float scale, const float* gate, size_t gate_stride,
+                             float* out) override {
+    if (!gate_in_attention_) {
+      Backend::paged_attention_gated(seqs, q, q_stride, n_head, scale, gate, gate_stride, out);
       return;
-    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
-          "paged_attention");
+    }
+    const auto timed = profile_->scope("paged_attention_gated");
+    attention(seqs, q, q_stride, n_head, scale, gate, gate_stride, out);
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
@@ -902,6 +895,50 @@ class CudaBackend final : public Backend {
     });
   }
 
+  // Decode steps take the gated norm inside the delta rule's launch (delta_rule_can_norm);
+  // anything else runs the two ops.
+  void gated_delta_rule_norm_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
+                                  const float* alpha, const float* beta_raw, const float* a_neg,
+                                  const float* dt_bias, const DeltaRuleShape& sh, const float* z,
+                                  const float* norm_weight, float eps, int64_t T,
+                                  float* out) override {
+    int64_t max_T = 0;
+    for (const SequenceSlice& sl : seqs) max_T = std::max(max_T, sl.T);
+    if (!delta_norm_ || !cuda::delta_rule_can_norm(sh.dk, sh.dv, max_T)) {
+      Backend::gated_delta_rule_norm_seqs(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh, z,
+                                          norm_weight, eps, T, out);
+      return;
+    }
+    const auto timed = profile_->scope("gated_delta_rule_norm");
+    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+    bool early_state = cuda::early_loads_enabled();
+    for (const SequenceSlice& sl : seqs)
+      early_state = early_state && last_writes_.untouched(sl.recurrent_state, state_floats);
+    forget_acts();
+    const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
+    const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
+    cuda::DeltaRuleNorm norm;
+    norm.z = z;
+    norm.weight = host_array(norm_weight, static_cast<size_t>(sh.dv));
+    norm.eps = eps;
+    norm.acts = quant_->produce_acts(out, T * sh.n_v_heads * sh.dv);
+    last_writes_.start(!quant_->folds_norms());
+    for (const SequenceSlice& sl : seqs) {
+      last_writes_.add(out + sl.row * sh.n_v_heads * sh.dv,
+                       static_cast<size_t>(sl.T * sh.n_v_heads * sh.dv));
+      last_writes_.add(sl.recurrent_state, state_floats);
+    }
+    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+      if (skip_group(kDeltaRuleNorm, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads,
+                     sh.n_v_heads, sh.dk, sh.dv, out, early_state, z, norm.weight, eps,
+                     norm.acts.q))
+        return;
+      check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                                   sh.dk, sh.dv, out, early_state, stream_, norm),
+            "gated_delta_rule (with its norm)");
+    });
+  }
+
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
                       float eps, float* out) override {
     const auto timed = profile_->scope("gated_rms_norm");
@@ -923,6 +960,43 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // paged_attention, with the output gate when `gate` is set.
+  void attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
+                 int64_t n_head, float scale, const float* gate, size_t gate_stride, float* out) {
+    forget_acts();
+    if (seqs.empty()) return;
+    if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
+      throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
+                  ", not " + std::to_string(seqs[0].kv.head_dim));
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
+    if (batch.descs == nullptr) return replay_cannot();
+    const size_t scratch_floats = cuda::paged_attention_scratch(batch, n_head);
+    if (mode_ == UploadMode::replay && scratch_floats > attention_scratch_floats_)
+      return replay_cannot();
+    float* scratch =
+        mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
+    // Its kernels write the outputs' rows and the scratch (and the uploads the page tables).
+    last_writes_.start(!quant_->folds_norms());
+    const int64_t width = n_head * seqs[0].kv.head_dim;
+    int64_t rows = 0;
+    for (const PagedSequence& s : seqs) {
+      last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
+      rows = std::max(rows, s.row + s.T);
+    }
+    last_writes_.add(scratch, scratch_floats);
+    cuda::AttentionGate g;
+    if (gate != nullptr) {
+      g.x = gate;
+      g.stride = gate_stride;
+      if (seqs[0].kv.head_dim % 32 == 0) g.acts = quant_->produce_acts(out, rows * width);
+    }
+    if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
+                   cuda::flash_prefill_rows(batch, n_head), gate, gate_stride, g.acts.q))
+      return;
+    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_, g),
+          "paged_attention");
+  }
+
   // Op kinds in a step's fingerprint.
   enum OpKind {
     kFill = 1,
@@ -942,7 +1016,8 @@ class CudaBackend final : public Backend {
     kGatedRmsNorm,
     kMatmulGroup,
     kQkNormRope,
-    kMatmulGroupConv
+    kMatmulGroupConv,
+    kDeltaRuleNorm
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
@@ -1256,6 +1331,8 @@ class CudaBackend final : public Backend {
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;    // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  bool gate_in_attention_ = true;  // HOSTLM_CUDA_ATTN_GATE=0: the output gate launched apart
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
   struct Pinned {
     size_t bytes;

@@ -16,14 +16,19 @@
 //     r2 = S.q of the state before the update, because
 //       delta = beta * (v - d * r1),   out = d * r2 + delta * kq,   S = d * S + k * delta,
 //     so one interleaved pair of 3-level shuffle reductions is the whole chain per token.
+//
+// A decode launch may also apply the layer's gated RMSNorm (DeltaRuleNorm). Its blocks then
+// take a whole value head (dv / 8 warps), so the norm needs no other block's columns and
+// its launch, a graph node per layer, is gone.
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
+#include "quants/acts_quant.cuh"
 
 namespace hostlm::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kDefaultWarps = 4;
 constexpr int kLanesPerColumn = 8;
 constexpr int kGroupsPerWarp = 32 / kLanesPerColumn;
 
@@ -44,7 +49,7 @@ constexpr int kDecodeChunk = 4;
 constexpr int columns_per_group(int per_lane) { return per_lane <= 16 ? 2 : 1; }
 
 // kPerLane: state values per lane, so dk is padded to kLanesPerColumn * kPerLane (zeros).
-template <int kPerLane, int kChunkTokens>
+template <int kPerLane, int kChunkTokens, int kWarps>
 struct DeltaShape {
   static constexpr int kDkPad = kLanesPerColumn * kPerLane;
   static constexpr int kChunk = kChunkTokens;
@@ -57,9 +62,9 @@ struct DeltaShape {
   }
 };
 
-template <int kPerLane, int kChunkTokens>
+template <int kPerLane, int kChunkTokens, int kWarps>
 struct DeltaTiles {
-  using S = DeltaShape<kPerLane, kChunkTokens>;
+  using S = DeltaShape<kPerLane, kChunkTokens, kWarps>;
   float q[S::kChunk][S::kDkPad];
   float k[S::kChunk][S::kDkPad];
   float v[S::kChunk][S::kColumnsPerBlock];
@@ -84,22 +89,31 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
 
 // `vector`: dk is a multiple of 4 and the qkv rows are 16-byte aligned, so q and k load as
 // float4.
-// Decode blocks are held to four per SM's worth of registers (128 each): the state loads of
-// many sequences need the blocks in flight more than any one block needs registers.
-template <int kPerLane, int kChunkTokens>
-__global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 : 0)
+// Decode blocks are held to 512 threads per SM's worth of registers (128 each): the state
+// loads of many sequences need the blocks in flight more than any one block needs registers.
+// kNorm (decode only, one block per value head): the gated RMSNorm of `norm` on the output.
+template <int kPerLane, int kChunkTokens, int kWarps = kDefaultWarps, bool kNorm = false>
+__global__ void __launch_bounds__(kWarps * 32,
+                                  kChunkTokens == kDecodeChunk ? (kWarps < 16 ? 16 / kWarps : 1)
+                                                               : 0)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                            float* out, bool vector, bool early_state) {
+                            float* out, bool vector, bool early_state, const DeltaRuleNorm norm) {
   // The state is read before the wait for the kernel before when the caller says that kernel
   // did not write it (kernels.h): its trip to DRAM, the largest of a decode step's layer after
   // the weights, then overlaps that kernel's tail.
   if (!early_state) pdl_begin();
-  using Shape = DeltaShape<kPerLane, kChunkTokens>;
+  using Shape = DeltaShape<kPerLane, kChunkTokens, kWarps>;
   constexpr int kDkPad = Shape::kDkPad, kChunk = Shape::kChunk, kVec = Shape::kVec;
   constexpr int kCols = Shape::kCols, kColumnsPerBlock = Shape::kColumnsPerBlock;
-  __shared__ __align__(16) DeltaTiles<kPerLane, kChunkTokens> tiles;
+  __shared__ __align__(16) DeltaTiles<kPerLane, kChunkTokens, kWarps> tiles;
+  // The norm's layout: warp w takes token w / kWarpsPerToken's columns from
+  // 32 * (w % kWarpsPerToken), one a lane, so that each warp holds one quantized block.
+  constexpr int kWarpsPerToken = kColumnsPerBlock / 32 > 0 ? kColumnsPerBlock / 32 : 1;
+  static_assert(!kNorm || (kChunk == kDecodeChunk && kWarps == kChunk * kWarpsPerToken &&
+                           kColumnsPerBlock % 32 == 0),
+                "the norm takes a decode chunk, a warp per 32 columns of a token");
 
   const int64_t j = blockIdx.y;
   const int sq = blockIdx.z;
@@ -119,6 +133,12 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
   beta_raw += first * n_v_heads;
   out += first * n_v_heads * dv;
   float* S = seqs.state[sq] + (j * dv + c0 + col0) * dk;
+  const int norm_token = warp / kWarpsPerToken;
+  const int norm_col = 32 * (warp % kWarpsPerToken) + lane;
+  float norm_w = 0.f, norm_z = 0.f;
+  if constexpr (kNorm) {
+    if (early_state) norm_w = norm.weight[norm_col];  // a model constant
+  }
 
   // The state rows as 16-byte loads where dk allows (the state is 16-byte aligned): at many
   // sequences per step this kernel streams every state once each way.
@@ -149,6 +169,12 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
       }
     }
   if (early_state) pdl_begin();
+  if constexpr (kNorm) {
+    // Every token of the launch is in its first chunk; the gate is read now so that its trip
+    // overlaps the recurrence.
+    if (!early_state) norm_w = norm.weight[norm_col];
+    if (norm_token < T) norm_z = norm.z[((first + norm_token) * n_v_heads + j) * dv + norm_col];
+  }
 
   for (int64_t t0 = 0; t0 < T; t0 += kChunk) {
     const int n = static_cast<int>(T - t0 < kChunk ? T - t0 : kChunk);
@@ -313,9 +339,29 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
     }
     __syncthreads();
     // 4. The chunk's outputs, a row of the block's columns per token.
-    for (int idx = tid; idx < n * kColumnsPerBlock; idx += kWarps * 32) {
-      const int tt = idx / kColumnsPerBlock, cc = idx % kColumnsPerBlock;
-      if (c0 + cc < dv) out[(t0 + tt) * n_v_heads * dv + j * dv + c0 + cc] = tiles.out[tt][cc];
+    if constexpr (kNorm) {
+      // Each token's squares summed per warp and then over its warps in order: the order of
+      // gated_rms_norm's block of 128 threads, so the numbers are its numbers.
+      __shared__ float partial[kWarps];
+      const float x = norm_token < n ? tiles.out[norm_token][norm_col] : 0.f;
+      const float sq = warp_sum(x * x);
+      if (lane == 0) partial[warp] = sq;
+      __syncthreads();
+      if (norm_token < n) {  // uniform in a warp, as quantize32_warp needs
+        float ss = 0.f;
+        for (int w = 0; w < kWarpsPerToken; ++w) ss += partial[norm_token * kWarpsPerToken + w];
+        const float inv = 1.f / sqrtf(ss / static_cast<float>(dv) + norm.eps);
+        const float v = x * inv * norm_w * silu(norm_z);
+        const int64_t i = (norm_token * n_v_heads + j) * dv + norm_col;
+        out[i] = v;
+        if (norm.acts.q != nullptr)
+          quantize32_warp(v, first * n_v_heads * dv + i - lane, norm.acts);
+      }
+    } else {
+      for (int idx = tid; idx < n * kColumnsPerBlock; idx += kWarps * 32) {
+        const int tt = idx / kColumnsPerBlock, cc = idx % kColumnsPerBlock;
+        if (c0 + cc < dv) out[(t0 + tt) * n_v_heads * dv + j * dv + c0 + cc] = tiles.out[tt][cc];
+      }
     }
     // The next chunk's loads overwrite the tiles only after this barrier.
     __syncthreads();
@@ -342,40 +388,76 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk ? 4 
   }
 }
 
+template <int kPerLane, int kWarps, bool kNorm>
+void launch_decode(const dim3& grid, const RecurrentSeqs& seqs, const float* qkv,
+                   const float* alpha, const float* beta_raw, const float* a_neg,
+                   const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                   int64_t dv, float* out, bool vector, bool early_state, const DeltaRuleNorm& norm,
+                   cudaStream_t stream) {
+  launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk, kWarps, kNorm>, grid, kWarps * 32,
+                0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv,
+                out, vector, early_state, norm);
+}
+
 template <int kPerLane>
 void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
             const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
-            int64_t dk, int64_t dv, float* out, bool early_state, cudaStream_t stream) {
-  constexpr int kColumnsPerBlock = kWarps * kGroupsPerWarp * columns_per_group(kPerLane);
+            int64_t dk, int64_t dv, float* out, bool early_state, const DeltaRuleNorm& norm,
+            cudaStream_t stream) {
+  constexpr int kColumnsPerBlock = kDefaultWarps * kGroupsPerWarp * columns_per_group(kPerLane);
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
   const int64_t row = 2 * n_k_heads * dk + n_v_heads * dv;
   const bool vector = dk % 4 == 0 && row % 4 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
   int max_T = 0;
   for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
+  const auto args = [&](auto launcher, const dim3& g) {
+    launcher(g, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
+             vector, early_state, norm, stream);
+  };
+  if constexpr (columns_per_group(kPerLane) == 2) {
+    if (norm.z != nullptr) {  // a block per value head: dv / 8 warps of four column groups
+      const dim3 heads(1, static_cast<unsigned>(n_v_heads), static_cast<unsigned>(seqs.n));
+      if (dv == 32)
+        args(launch_decode<kPerLane, 4, true>, heads);
+      else if (dv == 64)
+        args(launch_decode<kPerLane, 8, true>, heads);
+      else
+        args(launch_decode<kPerLane, 16, true>, heads);
+      return;
+    }
+  }
   if (max_T <= kDecodeChunk)
-    launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk>, grid, kWarps * 32, 0, stream,
-                  seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-                  vector, early_state);
+    args(launch_decode<kPerLane, kDefaultWarps, false>, grid);
   else
     launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>,
-                  grid, kWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
-                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state);
+                  grid, kDefaultWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
+                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state, norm);
 }
 
 }  // namespace
 
+bool delta_rule_can_norm(int64_t dk, int64_t dv, int64_t max_T) {
+  return dk >= 1 && dk <= 128 && (dv == 32 || dv == 64 || dv == 128) && max_T <= kDecodeChunk;
+}
+
 cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                             float* out, bool early_state, cudaStream_t stream) {
+                             float* out, bool early_state, cudaStream_t stream,
+                             const DeltaRuleNorm& norm) {
   if (dk < 1 || dk > kDeltaRuleMaxDk || n_k_heads < 1 || n_v_heads > 65535 ||
       seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
+  if (norm.z != nullptr) {
+    int max_T = 0;
+    for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
+    if (!delta_rule_can_norm(dk, dv, max_T) || norm.weight == nullptr) return cudaErrorInvalidValue;
+  }
   if (seqs.n == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
   const auto args = [&](auto launcher) {
     launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-             early_state, stream);
+             early_state, norm, stream);
   };
   if (dk <= 16)
     args(launch<2>);

@@ -128,9 +128,17 @@ struct PagedBatch {
 cudaError_t kv_store(const PagedBatch& batch, const float* k, const float* v, cudaStream_t stream);
 // Floats of device scratch paged_attention needs for this batch (0: none).
 size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head);
+// The attention's output gate (Qwen3.5's gated attention): out[row, head] *= sigmoid of the
+// gate row at x + (row * n_head + head) * stride, as mul_sigmoid would after, with acts its
+// quantized copy. The CUDA-core kernels apply it as they write; otherwise mul_sigmoid runs.
+struct AttentionGate {
+  const float* x = nullptr;
+  size_t stride = 0;
+  Int8ActsOut acts;
+};
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
                             int64_t n_head, float scale, float* out, float* scratch,
-                            cudaStream_t stream);
+                            cudaStream_t stream, const AttentionGate& gate = {});
 
 // flash_prefill.cu: paged_attention on tensor cores for sequences with many new rows (F16
 // pages, head_dim 64, 128 or 256, any query heads per KV head), as accurate as the CUDA-core
@@ -177,9 +185,22 @@ cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x
 // products of qkv always come between), so the states are read before the programmatic wait
 // (launch.cuh).
 constexpr int64_t kDeltaRuleMaxDk = 256;
+// norm (optional, z set): the layer's gated RMSNorm applied to out as the rule writes it, the
+// same numbers as gated_rms_norm(out, norm.z, norm.weight, rows, dv, norm.eps, out, acts) after
+// it, z laid out like out. Only where delta_rule_can_norm holds.
+struct DeltaRuleNorm {
+  const float* z = nullptr;
+  const float* weight = nullptr;  // [dv]
+  float eps = 0.f;
+  Int8ActsOut acts;
+};
+// A decode launch (every T <= 4) with dk <= 128 and dv 32, 64 or 128: one block then holds a
+// value head's every column, so it can take the head's norm itself.
+bool delta_rule_can_norm(int64_t dk, int64_t dv, int64_t max_T);
 cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                             float* out, bool early_state, cudaStream_t stream);
+                             float* out, bool early_state, cudaStream_t stream,
+                             const DeltaRuleNorm& norm = {});
 
 }  // namespace hostlm::cuda

@@ -6,6 +6,7 @@
 // Shapes are row-major with the last dimension contiguous; "T" is the number of tokens
 // in the batch being evaluated. All activations are float32.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -203,6 +204,19 @@ class Backend {
   // x[t, i] *= sigmoid(gate[t * gate_stride + i]) for i < n.
   virtual void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
                            int64_t n) = 0;
+  // paged_attention, then each head's output times the sigmoid of its gate: mul_sigmoid(out,
+  // gate, gate_stride, rows * n_head, head_dim), head h of row r gated by the head_dim values at
+  // gate + (r * n_head + h) * gate_stride, which is what the default does. One call so that a
+  // backend can gate the heads as attention writes them.
+  virtual void paged_attention_gated(std::span<const PagedSequence> seqs, const float* q,
+                                     size_t q_stride, int64_t n_head, float scale,
+                                     const float* gate, size_t gate_stride, float* out) {
+    paged_attention(seqs, q, q_stride, n_head, scale, out);
+    int64_t rows = 0;
+    for (const PagedSequence& s : seqs) rows = std::max(rows, s.row + s.T);
+    if (!seqs.empty())
+      mul_sigmoid(out, gate, gate_stride, rows * n_head, seqs[0].kv.head_dim);
+  }
   // out = silu(gate) * up, n elements.
   virtual void swiglu(const float* gate, const float* up, float* out, size_t n) = 0;
 
@@ -256,6 +270,19 @@ class Backend {
   // Per value head: out = rms_norm(x) * weight[dv] * silu(z). x, z, out: [rows, dv].
   virtual void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows,
                               int64_t dv, float eps, float* out) = 0;
+  // A delta-rule layer's core: gated_delta_rule_seqs into out ([T, n_v_heads * dv], every
+  // sequence's rows within T), then gated_rms_norm of out with gate z (laid out like out) in
+  // place, which is what the default does. One call so that a backend can normalise each
+  // head where the rule produced it.
+  virtual void gated_delta_rule_norm_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
+                                          const float* alpha, const float* beta_raw,
+                                          const float* a_neg, const float* dt_bias,
+                                          const DeltaRuleShape& shape, const float* z,
+                                          const float* norm_weight, float eps, int64_t T,
+                                          float* out) {
+    gated_delta_rule_seqs(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, shape, out);
+    gated_rms_norm(out, z, norm_weight, T * shape.n_v_heads, shape.dv, eps, out);
+  }
 };
 
 // "cpu" always; "cuda" when libhostlm_cuda.so (built when nvcc was found) loads and a GPU

@@ -56,11 +56,13 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.kv_store(seqs, k, v);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-  be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
   if (output_gate) {
     // Each head's gate is the second half of its rows in qg: read in place, one head a row
     // (a copy to compact them first was a graph node of its own in every attention layer).
-    be.mul_sigmoid(attn, qg + head_dim, q_head_stride, T * n_head, head_dim);
+    be.paged_attention_gated(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale,
+                             qg + head_dim, q_head_stride, attn);
+  } else {
+    be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
   }
   be.matmul(wo, attn, T, out);
 }
@@ -81,8 +83,8 @@ void GatedDeltaNet::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   const MatmulOut in_outs[] = {{&w_qkv, qkv}, {&w_z, z}, {&w_alpha, alpha}, {&w_beta, beta}};
   be.matmul_same_input_conv1d(in_outs, x, T, slices, channels, conv_kernel, conv_weight.data(),
                               conv);
-  be.gated_delta_rule_seqs(slices, conv, alpha, beta, a_neg.data(), dt_bias.data(), shape, core);
-  be.gated_rms_norm(core, z, norm.weight.data(), T * shape.n_v_heads, shape.dv, norm.eps, core);
+  be.gated_delta_rule_norm_seqs(slices, conv, alpha, beta, a_neg.data(), dt_bias.data(), shape, z,
+                                norm.weight.data(), norm.eps, T, core);
   be.matmul(w_out, core, T, out);
 }
 

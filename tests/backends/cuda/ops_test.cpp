@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -384,6 +385,92 @@ TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
   expect_close(conv_states, from_gpu(conv_d->data(), conv_states.size()), "conv states");
   expect_close(want, from_gpu(od->data(), want.size()), "delta rule over sequences");
   expect_close(states, from_gpu(state_d->data(), states.size()), "delta-rule states");
+}
+
+// The delta rule with the layer's gated norm in one call: a decode step (every T <= 4) takes
+// them in one launch, whose numbers must be the two ops' bits; a step with a longer sequence
+// runs the two ops. 70 sequences, so two launch tables; a profiled backend shows the fused
+// launch ran.
+TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
+  for (const Backend::DeltaRuleShape sh :
+       {Backend::DeltaRuleShape{16, 32, 128, 128}, Backend::DeltaRuleShape{2, 4, 64, 64},
+        Backend::DeltaRuleShape{1, 3, 32, 32}, Backend::DeltaRuleShape{2, 2, 16, 32},
+        Backend::DeltaRuleShape{2, 4, 100, 128}, Backend::DeltaRuleShape{2, 4, 32, 16}}) {
+    for (const int64_t longest : {4, 9}) {
+      const std::string what = "dk " + std::to_string(sh.dk) + " dv " + std::to_string(sh.dv) +
+                               ", longest " + std::to_string(longest);
+      const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+      const int64_t width = sh.n_v_heads * sh.dv, state_size = width * sh.dk;
+      std::vector<int64_t> lengths(70, 1);
+      lengths[2] = 3;
+      lengths[41] = 2;
+      lengths[69] = longest;
+      int64_t T = 0;
+      for (int64_t t : lengths) T += t;
+      const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+      const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+      const std::vector<float> norm_weight = random(static_cast<size_t>(sh.dv), 0.5f, 1.5f);
+      const std::vector<float> qkv = random(static_cast<size_t>(T * row));
+      const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
+      const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+      const std::vector<float> z = random(static_cast<size_t>(T * width), -3.f, 3.f);
+      const std::vector<float> states0 = random(static_cast<size_t>(70 * state_size), -0.5f, 0.5f);
+      auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta), zd = to_gpu(z);
+      auto fused_states = to_gpu(states0), split_states = to_gpu(states0);
+      auto fused_out = gpu_->alloc(z.size()), split_out = gpu_->alloc(z.size());
+      std::vector<float> states = states0, want(z.size());
+      std::vector<SequenceSlice> cpu_seqs, fused_seqs, split_seqs;
+      int64_t r = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const int64_t st = static_cast<int64_t>(i) * state_size;
+        cpu_seqs.push_back({r, lengths[i], 0, nullptr, states.data() + st});
+        fused_seqs.push_back({r, lengths[i], 0, nullptr, fused_states->data() + st});
+        split_seqs.push_back({r, lengths[i], 0, nullptr, split_states->data() + st});
+        r += lengths[i];
+      }
+      cpu_->gated_delta_rule_norm_seqs(cpu_seqs, qkv.data(), alpha.data(), beta.data(),
+                                       a_neg.data(), dt_bias.data(), sh, z.data(),
+                                       norm_weight.data(), 1e-6f, T, want.data());
+      gpu_->gated_delta_rule_norm_seqs(fused_seqs, qd->data(), ad->data(), bd->data(),
+                                       a_neg.data(), dt_bias.data(), sh, zd->data(),
+                                       norm_weight.data(), 1e-6f, T, fused_out->data());
+      gpu_->gated_delta_rule_seqs(split_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
+                                  dt_bias.data(), sh, split_out->data());
+      gpu_->gated_rms_norm(split_out->data(), zd->data(), norm_weight.data(), T * sh.n_v_heads,
+                           sh.dv, 1e-6f, split_out->data());
+      const std::vector<float> fused = from_gpu(fused_out->data(), z.size());
+      const std::vector<float> split = from_gpu(split_out->data(), z.size());
+      EXPECT_EQ(0, std::memcmp(fused.data(), split.data(), fused.size() * sizeof(float))) << what;
+      const std::vector<float> fs = from_gpu(fused_states->data(), states.size());
+      const std::vector<float> ss = from_gpu(split_states->data(), states.size());
+      EXPECT_EQ(0, std::memcmp(fs.data(), ss.data(), fs.size() * sizeof(float))) << what;
+      expect_close(want, fused, "normed delta rule against the CPU, " + what, 1e-4);
+      expect_close(states, fs, "states against the CPU, " + what);
+    }
+  }
+  // The 9B's shape through a profiled backend: the decode step is one fused launch.
+  setenv("HOSTLM_CUDA_PROFILE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    std::string why;
+    auto profiled = testing::cuda_backend_or_reason(why);
+    ASSERT_TRUE(profiled) << why;
+    const Backend::DeltaRuleShape sh{16, 32, 128, 128};
+    const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+    auto qd = profiled->alloc(static_cast<size_t>(row)), zd = profiled->alloc(4096);
+    auto ad = profiled->alloc(32), bd = profiled->alloc(32), od = profiled->alloc(4096);
+    auto sd = profiled->alloc(static_cast<size_t>(32 * 128 * 128));
+    const std::vector<float> a_neg(32, -0.5f), dt_bias(32, 0.f), norm_weight(128, 1.f);
+    const SequenceSlice one{0, 1, 0, nullptr, sd->data()};
+    profiled->gated_delta_rule_norm_seqs({&one, 1}, qd->data(), ad->data(), bd->data(),
+                                         a_neg.data(), dt_bias.data(), sh, zd->data(),
+                                         norm_weight.data(), 1e-6f, 1, od->data());
+    std::vector<float> out(4096);
+    profiled->download(out.data(), od->data(), out.size());
+  }
+  const std::string profile = ::testing::internal::GetCapturedStderr();
+  unsetenv("HOSTLM_CUDA_PROFILE");
+  EXPECT_NE(profile.find("gated_delta_rule_norm"), std::string::npos) << profile;
 }
 
 TEST_F(CudaOps, AddRmsNormEqualsAddThenNorm) {

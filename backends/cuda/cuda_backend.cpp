@@ -198,7 +198,6 @@ class CudaBackend final : public Backend {
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
-    if (const char* g = std::getenv("HOSTLM_CUDA_ATTN_GATE")) gate_in_attention_ = g[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
       direct_host_ = direct[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
@@ -796,20 +795,29 @@ class CudaBackend final : public Backend {
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
     const auto timed = profile_->scope("paged_attention");
-    attention(seqs, q, q_stride, n_head, scale, nullptr, 0, out);
-  }
-
-  // The gate goes into the attention kernels' writes (cuda::AttentionGate), or with
-  // HOSTLM_CUDA_ATTN_GATE=0 into a mul_sigmoid launch after them.
-  void paged_attention_gated(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
-                             int64_t n_head, float scale, const float* gate, size_t gate_stride,
-                             float* out) override {
-    if (!gate_in_attention_) {
-      Backend::paged_attention_gated(seqs, q, q_stride, n_head, scale, gate, gate_stride, out);
+    forget_acts();
+    if (seqs.empty()) return;
+    if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
+      throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
+                  ", not " + std::to_string(seqs[0].kv.head_dim));
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
+    if (batch.descs == nullptr) return replay_cannot();
+    const size_t scratch_floats = cuda::paged_attention_scratch(batch, n_head);
+    if (mode_ == UploadMode::replay && scratch_floats > attention_scratch_floats_)
+      return replay_cannot();
+    float* scratch =
+        mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
+    // Its kernels write the outputs' rows and the scratch (and the uploads the page tables).
+    last_writes_.start(!quant_->folds_norms());
+    const int64_t width = n_head * seqs[0].kv.head_dim;
+    for (const PagedSequence& s : seqs)
+      last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
+    last_writes_.add(scratch, scratch_floats);
+    if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
+                   cuda::flash_prefill_rows(batch, n_head)))
       return;
-    }
-    const auto timed = profile_->scope("paged_attention_gated");
-    attention(seqs, q, q_stride, n_head, scale, gate, gate_stride, out);
+    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
+          "paged_attention");
   }
 
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override {
@@ -960,43 +968,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // paged_attention, with the output gate when `gate` is set.
-  void attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
-                 int64_t n_head, float scale, const float* gate, size_t gate_stride, float* out) {
-    forget_acts();
-    if (seqs.empty()) return;
-    if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
-      throw Error("CUDA attention supports head_dim up to " + std::to_string(kAttentionMaxHeadDim) +
-                  ", not " + std::to_string(seqs[0].kv.head_dim));
-    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
-    if (batch.descs == nullptr) return replay_cannot();
-    const size_t scratch_floats = cuda::paged_attention_scratch(batch, n_head);
-    if (mode_ == UploadMode::replay && scratch_floats > attention_scratch_floats_)
-      return replay_cannot();
-    float* scratch =
-        mode_ == UploadMode::replay ? attention_scratch_ : attention_scratch(scratch_floats);
-    // Its kernels write the outputs' rows and the scratch (and the uploads the page tables).
-    last_writes_.start(!quant_->folds_norms());
-    const int64_t width = n_head * seqs[0].kv.head_dim;
-    int64_t rows = 0;
-    for (const PagedSequence& s : seqs) {
-      last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
-      rows = std::max(rows, s.row + s.T);
-    }
-    last_writes_.add(scratch, scratch_floats);
-    cuda::AttentionGate g;
-    if (gate != nullptr) {
-      g.x = gate;
-      g.stride = gate_stride;
-      if (seqs[0].kv.head_dim % 32 == 0) g.acts = quant_->produce_acts(out, rows * width);
-    }
-    if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
-                   cuda::flash_prefill_rows(batch, n_head), gate, gate_stride, g.acts.q))
-      return;
-    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_, g),
-          "paged_attention");
-  }
-
   // Op kinds in a step's fingerprint.
   enum OpKind {
     kFill = 1,
@@ -1332,7 +1303,6 @@ class CudaBackend final : public Backend {
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;    // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
   bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
-  bool gate_in_attention_ = true;  // HOSTLM_CUDA_ATTN_GATE=0: the output gate launched apart
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
   struct Pinned {
     size_t bytes;

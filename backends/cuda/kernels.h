@@ -128,17 +128,9 @@ struct PagedBatch {
 cudaError_t kv_store(const PagedBatch& batch, const float* k, const float* v, cudaStream_t stream);
 // Floats of device scratch paged_attention needs for this batch (0: none).
 size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head);
-// The attention's output gate (Qwen3.5's gated attention): out[row, head] *= sigmoid of the
-// gate row at x + (row * n_head + head) * stride, as mul_sigmoid would after, with acts its
-// quantized copy. The CUDA-core kernels apply it as they write; otherwise mul_sigmoid runs.
-struct AttentionGate {
-  const float* x = nullptr;
-  size_t stride = 0;
-  Int8ActsOut acts;
-};
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
                             int64_t n_head, float scale, float* out, float* scratch,
-                            cudaStream_t stream, const AttentionGate& gate = {});
+                            cudaStream_t stream);
 
 // flash_prefill.cu: paged_attention on tensor cores for sequences with many new rows (F16
 // pages, head_dim 64, 128 or 256, any query heads per KV head), as accurate as the CUDA-core

@@ -21,7 +21,6 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
-#include "quants/acts_quant.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -281,17 +280,6 @@ __device__ __forceinline__ float transpose_sum(float (&v)[kSlots], int lane) {
   return v[0];
 }
 
-// Writes value d of a (row, head) output, times the sigmoid of its gate when there is one.
-// Every lane of the warp calls this together, for 32 consecutive values of one head.
-__device__ __forceinline__ void write_out(float v, float* out, int64_t r, int64_t head,
-                                          int64_t n_head, int64_t hd, int64_t d,
-                                          const AttentionGate& gate) {
-  const int64_t i = (r * n_head + head) * hd + d;
-  if (gate.x != nullptr) v *= sigmoid(gate.x[(r * n_head + head) * gate.stride + d]);
-  out[i] = v;
-  if (gate.acts.q != nullptr) quantize32_warp(v, i - threadIdx.x % 32, gate.acts);
-}
-
 // Partial result of one (row, head, split): acc[head_dim], then the max and the sum.
 __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t h, int split,
                                              int splits, int64_t n_head, int64_t hd) {
@@ -301,8 +289,7 @@ __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t 
 template <template <int> class Kv, int kGroup, int kLaneDims>
 __global__ void __launch_bounds__(kSplitThreads)
     paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
-                                 float scale, int splits, float* scratch, float* out,
-                                 const AttentionGate gate) {
+                                 float scale, int splits, float* scratch, float* out) {
   pdl_begin();
   using Load = Kv<kLaneDims>;
   constexpr int kHd = 32 * kLaneDims;
@@ -417,7 +404,7 @@ __global__ void __launch_bounds__(kSplitThreads)
       }
     const int64_t head = g * kGroup + h;
     if (splits == 1) {
-      write_out(value / total, out, r, head, n_head, kHd, d, gate);
+      out[r * n_head * kHd + head * kHd + d] = value / total;
     } else {
       float* part = partial_at(scratch, r, head, split, splits, n_head, kHd);
       part[d] = value;
@@ -431,7 +418,7 @@ __global__ void __launch_bounds__(kSplitThreads)
 
 // out = the splits' partial results merged: one block per (row, head).
 __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
-                                    int64_t n_head, float* out, const AttentionGate gate) {
+                                    int64_t n_head, float* out) {
   pdl_begin();
   const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
   const int32_t s = b.row_to_seq[r];
@@ -448,7 +435,7 @@ __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, in
       total += part[hd + 1] * f;
       value += part[d] * f;
     }
-    write_out(value / total, out, r, h, n_head, hd, d, gate);
+    out[r * n_head * hd + h * hd + d] = value / total;
   }
 }
 
@@ -483,51 +470,49 @@ int split_count(const PagedBatch& b) {
 
 template <template <int> class Kv, int kGroup>
 void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
-                  int splits, float* scratch, float* out, const AttentionGate& gate,
-                  cudaStream_t stream) {
+                  int splits, float* scratch, float* out, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
                   static_cast<unsigned>(splits));
   switch (lane_dims(b.head_dim)) {
     case 1:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 1>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, gate);
+                    q, q_stride, n_head, scale, splits, scratch, out);
       break;
     case 2:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 2>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, gate);
+                    q, q_stride, n_head, scale, splits, scratch, out);
       break;
     case 4:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 4>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, gate);
+                    q, q_stride, n_head, scale, splits, scratch, out);
       break;
     default:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 8>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, gate);
+                    q, q_stride, n_head, scale, splits, scratch, out);
   }
 }
 
 template <template <int> class Kv>
 void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
-                        float scale, int splits, float* scratch, float* out,
-                        const AttentionGate& gate, cudaStream_t stream) {
+                        float scale, int splits, float* scratch, float* out, cudaStream_t stream) {
   switch (n_head / b.n_head_kv) {
     case 1:
-      launch_split<Kv, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 2:
-      launch_split<Kv, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 3:
-      launch_split<Kv, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 4:
-      launch_split<Kv, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     case 6:  // Qwen3.5-27B: 24 query heads on 4 KV heads
-      launch_split<Kv, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
       break;
     default:
-      launch_split<Kv, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, gate, stream);
+      launch_split<Kv, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
   }
 }
 
@@ -559,27 +544,16 @@ size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head) {
 
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
                             int64_t n_head, float scale, float* out, float* scratch,
-                            cudaStream_t stream, const AttentionGate& gate) {
+                            cudaStream_t stream) {
   if (batch.rows == 0 || n_head == 0) return cudaSuccess;
   if (batch.head_dim > kAttentionMaxHeadDim || n_head > 65535 || batch.n_head_kv <= 0 ||
       n_head % batch.n_head_kv != 0 || (batch.type == DType::Q8_0 && batch.head_dim % 32 != 0))
     return cudaErrorInvalidValue;
   PagedBatch b = batch;
   b.flash_rows = flash_prefill_rows(b, n_head);
-  // The gate goes into the CUDA-core kernels' writes when they take every row; otherwise it is
-  // a launch of its own after them.
-  const bool gate_in_kernels = gate.x != nullptr && b.flash_rows == 0 && split_kernel_fits(b, n_head);
-  const AttentionGate in_kernels = gate_in_kernels ? gate : AttentionGate{};
-  const auto gate_after = [&]() -> cudaError_t {
-    if (gate.x == nullptr || gate_in_kernels) return cudaGetLastError();
-    const cudaError_t status = cudaGetLastError();
-    if (status != cudaSuccess) return status;
-    return mul_sigmoid(out, gate.x, gate.stride, b.rows * n_head, b.head_dim, stream, gate.acts);
-  };
   if (b.flash_rows > 0) {
     const cudaError_t status = flash_prefill(b, q, q_stride, n_head, scale, out, scratch, stream);
-    if (status != cudaSuccess) return status;
-    if (b.min_t >= b.flash_rows) return gate_after();
+    if (status != cudaSuccess || b.min_t >= b.flash_rows) return status;
     // The split kernel's partials follow flash_prefill's (paged_attention_scratch).
     if (scratch != nullptr) scratch += flash_prefill_scratch(b, n_head);
   }
@@ -588,26 +562,22 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
     if (splits > 1 && scratch == nullptr) return cudaErrorInvalidValue;
     switch (b.type) {
       case DType::F32:
-        launch_split_group<KvF32>(b, q, q_stride, n_head, scale, splits, scratch, out, in_kernels,
-                                  stream);
+        launch_split_group<KvF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       case DType::F16:
-        launch_split_group<KvF16>(b, q, q_stride, n_head, scale, splits, scratch, out, in_kernels,
-                                  stream);
+        launch_split_group<KvF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       case DType::Q8_0:
-        launch_split_group<KvQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, in_kernels,
-                                 stream);
+        launch_split_group<KvQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
         break;
       default:
         return cudaErrorInvalidValue;
     }
     if (splits > 1) {
       const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
-      launch_kernel(merge_splits_kernel, grid, 128, 0, stream, b, scratch, splits, n_head, out,
-                    in_kernels);
+      launch_kernel(merge_splits_kernel, grid, 128, 0, stream, b, scratch, splits, n_head, out);
     }
-    return gate_after();
+    return cudaGetLastError();
   }
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
   switch (b.type) {
@@ -626,7 +596,7 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
     default:
       return cudaErrorInvalidValue;
   }
-  return gate_after();
+  return cudaGetLastError();
 }
 
 }  // namespace hostlm::cuda

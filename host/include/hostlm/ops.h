@@ -6,7 +6,6 @@
 // Shapes are row-major with the last dimension contiguous; "T" is the number of tokens
 // in the batch being evaluated. All activations are float32.
 #pragma once
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -204,19 +203,6 @@ class Backend {
   // x[t, i] *= sigmoid(gate[t * gate_stride + i]) for i < n.
   virtual void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T,
                            int64_t n) = 0;
-  // paged_attention, then each head's output times the sigmoid of its gate: mul_sigmoid(out,
-  // gate, gate_stride, rows * n_head, head_dim), head h of row r gated by the head_dim values at
-  // gate + (r * n_head + h) * gate_stride, which is what the default does. One call so that a
-  // backend can gate the heads as attention writes them.
-  virtual void paged_attention_gated(std::span<const PagedSequence> seqs, const float* q,
-                                     size_t q_stride, int64_t n_head, float scale,
-                                     const float* gate, size_t gate_stride, float* out) {
-    paged_attention(seqs, q, q_stride, n_head, scale, out);
-    int64_t rows = 0;
-    for (const PagedSequence& s : seqs) rows = std::max(rows, s.row + s.T);
-    if (!seqs.empty())
-      mul_sigmoid(out, gate, gate_stride, rows * n_head, seqs[0].kv.head_dim);
-  }
   // out = silu(gate) * up, n elements.
   virtual void swiglu(const float* gate, const float* up, float* out, size_t n) = 0;
 

@@ -56,13 +56,11 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.kv_store(seqs, k, v);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+  be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
   if (output_gate) {
     // Each head's gate is the second half of its rows in qg: read in place, one head a row
     // (a copy to compact them first was a graph node of its own in every attention layer).
-    be.paged_attention_gated(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale,
-                             qg + head_dim, q_head_stride, attn);
-  } else {
-    be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);
+    be.mul_sigmoid(attn, qg + head_dim, q_head_stride, T * n_head, head_dim);
   }
   be.matmul(wo, attn, T, out);
 }

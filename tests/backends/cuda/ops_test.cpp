@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <string>
 #include <vector>
@@ -392,6 +393,12 @@ TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
 // runs the two ops. 70 sequences, so two launch tables; a profiled backend shows the fused
 // launch ran.
 TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
+  // The backend finds host arrays by their address (model weights never change), so every
+  // case's arrays stay alive: a freed vector's address may come back with other values.
+  std::deque<std::vector<float>> host_arrays;
+  const auto kept = [&](std::vector<float> v) -> const std::vector<float>& {
+    return host_arrays.emplace_back(std::move(v));
+  };
   for (const Backend::DeltaRuleShape sh :
        {Backend::DeltaRuleShape{16, 32, 128, 128}, Backend::DeltaRuleShape{2, 4, 64, 64},
         Backend::DeltaRuleShape{1, 3, 32, 32}, Backend::DeltaRuleShape{2, 2, 16, 32},
@@ -407,9 +414,9 @@ TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
       lengths[69] = longest;
       int64_t T = 0;
       for (int64_t t : lengths) T += t;
-      const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
-      const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
-      const std::vector<float> norm_weight = random(static_cast<size_t>(sh.dv), 0.5f, 1.5f);
+      const auto& a_neg = kept(random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f));
+      const auto& dt_bias = kept(random(static_cast<size_t>(sh.n_v_heads)));
+      const auto& norm_weight = kept(random(static_cast<size_t>(sh.dv), 0.5f, 1.5f));
       const std::vector<float> qkv = random(static_cast<size_t>(T * row));
       const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
       const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);

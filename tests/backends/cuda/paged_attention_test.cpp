@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "backends/paged_kv_cases.h"
 #include "cuda_test_support.h"
@@ -106,55 +105,6 @@ TEST_P(CudaPagedKv, StoreAndAttentionMatchCpu) {
     // Own pages: Q8_0 rows may differ by one step, which moves results by ~1e-2 of a value.
     const double tolerance = (own && c.type == DType::Q8_0) ? 2e-2 : 1e-5;
     EXPECT_LE(worst, tolerance * top) << c.name << (own ? " (own pages)" : " (CPU's pages)");
-  }
-}
-
-// The output gate taken by the attention kernels as they write: the bits of paged_attention
-// followed by mul_sigmoid, for the whole mixed batch (a prompt that may go to flash_prefill,
-// where the gate stays a launch of its own), the decode token alone (one split) and the chunk
-// alone (several splits, merged).
-TEST_P(CudaPagedKv, GatedAttentionEqualsAttentionThenGate) {
-  const PagedCase c = GetParam();
-  const auto sc = testing::make_scenario(c, 29);
-  KvPagePool pool(*gpu_, sc.layout, c.type, testing::kScenarioPages);
-  const auto full = testing::fill_pages(*gpu_, pool, sc);
-  const int64_t width = c.n_head * c.head_dim;
-  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  std::mt19937 rng(31);
-  std::uniform_real_distribution<float> dist(-4.f, 4.f);
-  // Each head's gate follows its query in a row of 2 * head_dim, as the model lays them out.
-  std::vector<float> gates(static_cast<size_t>(sc.rows * 2 * width));
-  for (float& x : gates) x = dist(rng);
-  struct Part {
-    const char* name;
-    size_t first, count;  // sequences of the scenario
-  };
-  for (const Part part : {Part{"whole batch", 0, 3}, Part{"decode token", 1, 1}, Part{"chunk", 2, 1}}) {
-    std::vector<PagedSequence> batch(full.begin() + static_cast<int64_t>(part.first),
-                                     full.begin() + static_cast<int64_t>(part.first + part.count));
-    const int64_t row0 = batch.front().row;
-    int64_t rows = 0;
-    for (PagedSequence& p : batch) {
-      p.row -= row0;
-      rows += p.T;
-    }
-    const std::vector<float> q(sc.q.begin() + row0 * width, sc.q.begin() + (row0 + rows) * width);
-    const std::vector<float> g(gates.begin() + row0 * 2 * width,
-                               gates.begin() + (row0 + rows) * 2 * width);
-    auto qd = testing::on_backend(*gpu_, q), gd = testing::on_backend(*gpu_, g);
-    const auto n = static_cast<size_t>(rows * width);
-    auto fused = gpu_->alloc(n), apart = gpu_->alloc(n);
-    const auto stride = static_cast<size_t>(2 * c.head_dim);
-    gpu_->paged_attention_gated(batch, qd->data(), static_cast<size_t>(width), c.n_head, scale,
-                                gd->data() + c.head_dim, stride, fused->data());
-    gpu_->paged_attention(batch, qd->data(), static_cast<size_t>(width), c.n_head, scale,
-                          apart->data());
-    gpu_->mul_sigmoid(apart->data(), gd->data() + c.head_dim, stride, rows * c.n_head,
-                      c.head_dim);
-    std::vector<float> a(n), b(n);
-    gpu_->download(a.data(), fused->data(), n);
-    gpu_->download(b.data(), apart->data(), n);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float))) << c.name << ", " << part.name;
   }
 }
 

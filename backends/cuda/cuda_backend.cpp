@@ -198,6 +198,7 @@ class CudaBackend final : public Backend {
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
+    if (const char* store = std::getenv("HOSTLM_CUDA_QK_STORE")) qk_store_ = store[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
       direct_host_ = direct[0] != '0';
     bf16_parts_ = exact_16bit_ ? 3 : 1;
@@ -782,6 +783,42 @@ class CudaBackend final : public Backend {
           "qk_norm_rope");
   }
 
+  // One launch for F32 and F16 pages (HOSTLM_CUDA_QK_STORE=0: two), the two ops otherwise.
+  void qk_norm_rope_store(std::span<const PagedSequence> seqs, float* qg, size_t q_head_stride,
+                          int64_t n_head, float* k, const float* v, int64_t n_head_kv, int64_t T,
+                          int64_t head_dim, const float* q_weight, float q_eps,
+                          const float* k_weight, float k_eps, int64_t rot_dims,
+                          const int32_t* positions, double theta, float* q_out) override {
+    const bool fits = qk_store_ && !seqs.empty() && T > 0 &&
+                      (seqs[0].kv.type == DType::F16 || seqs[0].kv.type == DType::F32) &&
+                      seqs[0].kv.n_head_kv == n_head_kv && seqs[0].kv.head_dim == head_dim &&
+                      head_dim <= cuda::kQkNormRopeMaxHeadDim && rot_dims >= 0 &&
+                      rot_dims <= head_dim && rot_dims % 2 == 0;
+    if (!fits) {
+      Backend::qk_norm_rope_store(seqs, qg, q_head_stride, n_head, k, v, n_head_kv, T, head_dim,
+                                  q_weight, q_eps, k_weight, k_eps, rot_dims, positions, theta,
+                                  q_out);
+      return;
+    }
+    const auto timed = profile_->scope("qk_norm_rope_store");
+    forget_acts();
+    const float* qw = host_array(q_weight, static_cast<size_t>(head_dim));
+    const float* kw = host_array(k_weight, static_cast<size_t>(head_dim));
+    // Uploaded in the two ops' order: the positions, then the page tables.
+    const int32_t* device_positions =
+        positions_.upload(positions, static_cast<size_t>(T), stream_, true, mode_);
+    if (device_positions == nullptr) return replay_cannot();
+    const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
+    if (batch.descs == nullptr) return replay_cannot();
+    if (skip_paged(kQkNormRopeStore, batch, qg, q_head_stride, n_head, k, v, T, qw, q_eps, kw,
+                   k_eps, rot_dims, device_positions, theta, q_out))
+      return;
+    check(cuda::qk_norm_rope_store(batch, qg, q_head_stride, n_head, k, v, n_head_kv, T, head_dim,
+                                   qw, q_eps, kw, k_eps, rot_dims, device_positions, theta, q_out,
+                                   stream_),
+          "qk_norm_rope_store");
+  }
+
   void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) override {
     const auto timed = profile_->scope("kv_store");
     forget_acts();
@@ -903,8 +940,11 @@ class CudaBackend final : public Backend {
     });
   }
 
-  // Decode steps take the gated norm inside the delta rule's launch (delta_rule_can_norm);
-  // anything else runs the two ops.
+  // Decode steps of up to kDeltaNormMaxSeqs sequences take the gated norm inside the delta
+  // rule's launch (delta_rule_can_norm); anything else runs the two ops. More sequences ran
+  // slower fused on the H200 (9B Q4_K_M engine bench, session 21: 32 streams -0.8%, 64 -2%),
+  // its blocks of a whole head leaving an SM idle at their barriers where four small blocks
+  // interleave; one stream gained 33 us a step.
   void gated_delta_rule_norm_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
                                   const float* alpha, const float* beta_raw, const float* a_neg,
                                   const float* dt_bias, const DeltaRuleShape& sh, const float* z,
@@ -912,7 +952,8 @@ class CudaBackend final : public Backend {
                                   float* out) override {
     int64_t max_T = 0;
     for (const SequenceSlice& sl : seqs) max_T = std::max(max_T, sl.T);
-    if (!delta_norm_ || !cuda::delta_rule_can_norm(sh.dk, sh.dv, max_T)) {
+    if (!delta_norm_ || seqs.size() > kDeltaNormMaxSeqs ||
+        !cuda::delta_rule_can_norm(sh.dk, sh.dv, max_T)) {
       Backend::gated_delta_rule_norm_seqs(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh, z,
                                           norm_weight, eps, T, out);
       return;
@@ -988,7 +1029,8 @@ class CudaBackend final : public Backend {
     kMatmulGroup,
     kQkNormRope,
     kMatmulGroupConv,
-    kDeltaRuleNorm
+    kDeltaRuleNorm,
+    kQkNormRopeStore
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
@@ -1303,6 +1345,8 @@ class CudaBackend final : public Backend {
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;    // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
   bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  static constexpr size_t kDeltaNormMaxSeqs = 8;
+  bool qk_store_ = true;     // HOSTLM_CUDA_QK_STORE=0: kv_store launched after qk_norm_rope
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
   struct Pinned {
     size_t bytes;

@@ -126,6 +126,14 @@ struct PagedBatch {
   int64_t flash_rows;
 };
 cudaError_t kv_store(const PagedBatch& batch, const float* k, const float* v, cudaStream_t stream);
+// qk_norm_rope, whose blocks also store the batch's new keys (as they make them) and values v
+// into the pages, as kv_store(batch, k, v) would after it: F32 and F16 pages.
+cudaError_t qk_norm_rope_store(const PagedBatch& batch, float* qg, size_t q_head_stride,
+                               int64_t n_head, float* k, const float* v, int64_t n_head_kv,
+                               int64_t T, int64_t head_dim, const float* q_weight, float q_eps,
+                               const float* k_weight, float k_eps, int64_t rot_dims,
+                               const int32_t* positions, double theta, float* q_out,
+                               cudaStream_t stream);
 // Floats of device scratch paged_attention needs for this batch (0: none).
 size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head);
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,

@@ -7,6 +7,10 @@
 // One block per (token, head) row, of the norm's thread count for head_dim; the normed row is
 // staged in shared memory so that the rotation's pairs (i, i + rot_dims / 2) can be read
 // whichever threads normed them.
+//
+// With a paged batch (qk_norm_rope_store) the key blocks also write each finished value into
+// the key's page, and n_head_kv more blocks a token copy its values into theirs: kv_store's
+// launch, a graph node per attention layer, is gone.
 #include <algorithm>
 
 #include "common.cuh"
@@ -35,13 +39,47 @@ struct QkArgs {
   double theta;
   float* q_out;
   bool early;  // early_loads_enabled()
+  // qk_norm_rope_store: the pages (F32 or F16) and the values; store false otherwise.
+  bool store;
+  PagedBatch batch;
+  const float* v;
 };
+
+// Element i of a (token, KV head) row of the pages, converted as kv_store converts.
+__device__ __forceinline__ void store_at(const PagedBatch& b, char* row, int64_t i, float x) {
+  if (b.type == DType::F16)
+    reinterpret_cast<__half*>(row)[i] = __float2half_rn(x);
+  else
+    reinterpret_cast<float*>(row)[i] = x;
+}
+
+// Where token t's row of KV head h starts in the keys' (or values') pages; null for a row of
+// no sequence.
+__device__ __forceinline__ char* page_row(const PagedBatch& b, int64_t t, int64_t h, bool keys) {
+  const int32_t s = b.row_to_seq[t];
+  if (s < 0) return nullptr;
+  const PagedSeqDesc desc = b.descs[s];
+  const int64_t pos = desc.n_past + (t - desc.row);
+  const size_t at = b.page_bytes * static_cast<size_t>(b.pages[desc.page_offset + pos / 32]) +
+                    b.row_bytes * static_cast<size_t>(pos % 32);
+  const int64_t elem = b.type == DType::F16 ? 2 : 4;
+  return (keys ? b.k + desc.k_offset : b.v + desc.v_offset) + at + h * b.head_dim * elem;
+}
 
 __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs a) {
   if (!a.early) pdl_begin();
   __shared__ double scratch[kMaxThreads / 32];
   __shared__ float row[kMaxHeadDim];
   const int64_t t = blockIdx.x, h = blockIdx.y, n = a.head_dim;
+  if (a.store && h >= a.n_head + a.n_head_kv) {  // a value row: copied into its page
+    const int64_t hv = h - a.n_head - a.n_head_kv;
+    pdl_begin();
+    char* row = page_row(a.batch, t, hv, false);
+    if (row == nullptr) return;
+    const float* src = a.v + (t * a.n_head_kv + hv) * n;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) store_at(a.batch, row, i, src[i]);
+    return;
+  }
   const bool query = h < a.n_head;
   const float* x = query ? a.qg + (t * a.n_head + h) * static_cast<int64_t>(a.q_head_stride)
                          : a.k + (t * a.n_head_kv + (h - a.n_head)) * n;
@@ -64,6 +102,7 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
   const double inv_freq0 =
       threadIdx.x < half ? pow(a.theta, -2.0 * static_cast<double>(threadIdx.x) / a.rot_dims) : 0.0;
   if (a.early) pdl_begin();
+  char* page = a.store && !query ? page_row(a.batch, t, h - a.n_head, true) : nullptr;
   float v[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
@@ -81,7 +120,10 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
     if (i < n) {
       const float r = v[j] * inv * wv[j];
       row[i] = r;
-      if (i >= a.rot_dims) dst[i] = r;
+      if (i >= a.rot_dims) {
+        dst[i] = r;
+        if (page != nullptr) store_at(a.batch, page, i, r);
+      }
     }
   }
   __syncthreads();
@@ -92,8 +134,13 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
         i == threadIdx.x ? inv_freq0 : pow(a.theta, -2.0 * static_cast<double>(i) / a.rot_dims);
     const double angle = static_cast<double>(a.positions[t]) * inv_freq;
     const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
-    dst[i] = x0 * c - x1 * s;
-    dst[i + half] = x1 * c + x0 * s;
+    const float y0 = x0 * c - x1 * s, y1 = x1 * c + x0 * s;
+    dst[i] = y0;
+    dst[i + half] = y1;
+    if (page != nullptr) {
+      store_at(a.batch, page, i, y0);
+      store_at(a.batch, page, i + half, y1);
+    }
   }
 }
 
@@ -116,9 +163,32 @@ cudaError_t qk_norm_rope(float* qg, size_t q_head_stride, int64_t n_head, float*
     return cudaErrorInvalidValue;
   const QkArgs a{qg,       q_head_stride, n_head,   k,     n_head_kv,
                  head_dim, q_weight,      k_weight, q_eps, k_eps,
-                 rot_dims, positions,     theta,    q_out, early_loads_enabled()};
+                 rot_dims, positions,     theta,    q_out, early_loads_enabled(),
+                 false,    PagedBatch{},  nullptr};
   launch_kernel(qk_norm_rope_kernel,
                 dim3(static_cast<unsigned>(T), static_cast<unsigned>(n_head + n_head_kv)),
+                threads_for(head_dim), 0, stream, a);
+  return cudaGetLastError();
+}
+
+cudaError_t qk_norm_rope_store(const PagedBatch& batch, float* qg, size_t q_head_stride,
+                               int64_t n_head, float* k, const float* v, int64_t n_head_kv,
+                               int64_t T, int64_t head_dim, const float* q_weight, float q_eps,
+                               const float* k_weight, float k_eps, int64_t rot_dims,
+                               const int32_t* positions, double theta, float* q_out,
+                               cudaStream_t stream) {
+  if (T == 0 || n_head + n_head_kv == 0) return cudaSuccess;
+  if (head_dim < 1 || head_dim > kMaxHeadDim || rot_dims < 0 || rot_dims > head_dim ||
+      rot_dims % 2 != 0 || T > 2147483647 || n_head + 2 * n_head_kv > kMaxGridY ||
+      (batch.type != DType::F16 && batch.type != DType::F32) || batch.rows != T ||
+      batch.n_head_kv != n_head_kv || batch.head_dim != head_dim)
+    return cudaErrorInvalidValue;
+  const QkArgs a{qg,       q_head_stride, n_head,   k,     n_head_kv,
+                 head_dim, q_weight,      k_weight, q_eps, k_eps,
+                 rot_dims, positions,     theta,    q_out, early_loads_enabled(),
+                 true,     batch,         v};
+  launch_kernel(qk_norm_rope_kernel,
+                dim3(static_cast<unsigned>(T), static_cast<unsigned>(n_head + 2 * n_head_kv)),
                 threads_for(head_dim), 0, stream, a);
   return cudaGetLastError();
 }

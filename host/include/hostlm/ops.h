@@ -194,6 +194,18 @@ class Backend {
   // [rows, n_head_kv * head_dim] float32 with the rows of every sequence in `seqs`, into each
   // sequence's pages at positions n_past .. n_past + T - 1, converted to the page type.
   virtual void kv_store(std::span<const PagedSequence> seqs, const float* k, const float* v) = 0;
+  // qk_norm_rope, then kv_store(seqs, k, v) of its keys and the values v, which is what the
+  // default does. One call so that a backend can store each key as it makes it.
+  virtual void qk_norm_rope_store(std::span<const PagedSequence> seqs, float* qg,
+                                  size_t q_head_stride, int64_t n_head, float* k, const float* v,
+                                  int64_t n_head_kv, int64_t T, int64_t head_dim,
+                                  const float* q_weight, float q_eps, const float* k_weight,
+                                  float k_eps, int64_t rot_dims, const int32_t* positions,
+                                  double theta, float* q_out) {
+    qk_norm_rope(qg, q_head_stride, n_head, k, n_head_kv, T, head_dim, q_weight, q_eps, k_weight,
+                 k_eps, rot_dims, positions, theta, q_out);
+    kv_store(seqs, k, v);
+  }
   // Causal attention of each sequence's T new queries over its n_past + T cached tokens
   // (query t sees positions 0 .. n_past + t), read through its page table.
   // q: [rows, n_head * head_dim] with row stride q_stride; out: [rows, n_head * head_dim].

@@ -49,11 +49,11 @@ void GatedAttention::forward(Backend& be, Scratch& s, const float* x, int64_t T,
   be.matmul_same_input(qkv_outs, x, T);
   // The query rows come interleaved with their gates.
   const size_t q_head_stride = static_cast<size_t>(output_gate ? 2 * head_dim : head_dim);
-  be.qk_norm_rope(qg, q_head_stride, n_head, k, n_head_kv, T, head_dim, q_norm.weight.data(),
-                  q_norm.eps, k_norm.weight.data(), k_norm.eps, rot_dims, positions, rope_theta, q);
-  // New keys and values first: the queries then read them from the pages, rounded to the
-  // page type exactly as later queries will, so chunking never changes a result.
-  be.kv_store(seqs, k, v);
+  // New keys and values go into the pages first: the queries then read them from there,
+  // rounded to the page type exactly as later queries will, so chunking never changes a result.
+  be.qk_norm_rope_store(seqs, qg, q_head_stride, n_head, k, v, n_head_kv, T, head_dim,
+                        q_norm.weight.data(), q_norm.eps, k_norm.weight.data(), k_norm.eps,
+                        rot_dims, positions, rope_theta, q);
   const int64_t q_width_compact = n_head * head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
   be.paged_attention(seqs, q, static_cast<size_t>(q_width_compact), n_head, scale, attn);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "backends/paged_kv_cases.h"
 #include "cuda_test_support.h"
@@ -106,6 +107,57 @@ TEST_P(CudaPagedKv, StoreAndAttentionMatchCpu) {
     const double tolerance = (own && c.type == DType::Q8_0) ? 2e-2 : 1e-5;
     EXPECT_LE(worst, tolerance * top) << c.name << (own ? " (own pages)" : " (CPU's pages)");
   }
+}
+
+// The keys' norm and rotation with the store into the pages in one call: the same queries,
+// keys and page bytes as qk_norm_rope followed by kv_store (F32 and F16 pages take one launch,
+// Q8_0 the two ops), over the scenario's mixed batch with a partial rotation.
+TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
+  const PagedCase c = GetParam();
+  const auto sc = testing::make_scenario(c, 37);
+  KvPagePool fused_pool(*gpu_, sc.layout, c.type, testing::kScenarioPages);
+  KvPagePool apart_pool(*gpu_, sc.layout, c.type, testing::kScenarioPages);
+  const auto fused_batch = testing::fill_pages(*gpu_, fused_pool, sc);
+  const auto apart_batch = testing::fill_pages(*gpu_, apart_pool, sc);
+  const int64_t hd = c.head_dim, kv_width = c.n_head_kv * hd, q_width = c.n_head * hd;
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  const std::vector<float> qg = random(sc.rows * 2 * q_width), k = random(sc.rows * kv_width),
+                           v = random(sc.rows * kv_width), q_w = random(hd), k_w = random(hd);
+  std::vector<int32_t> positions;
+  for (size_t s = 0; s < sc.T.size(); ++s)
+    for (int64_t t = 0; t < sc.T[s]; ++t) positions.push_back(static_cast<int32_t>(sc.n_past[s] + t));
+  const int64_t rot = std::max<int64_t>(2, hd / 4 / 2 * 2);  // partial, as Qwen3.5's
+  auto qg_f = testing::on_backend(*gpu_, qg), qg_a = testing::on_backend(*gpu_, qg);
+  auto k_f = testing::on_backend(*gpu_, k), k_a = testing::on_backend(*gpu_, k);
+  auto vd = testing::on_backend(*gpu_, v);
+  auto q_f = gpu_->alloc(static_cast<size_t>(sc.rows * q_width));
+  auto q_a = gpu_->alloc(static_cast<size_t>(sc.rows * q_width));
+  const auto stride = static_cast<size_t>(2 * hd);
+  gpu_->qk_norm_rope_store(fused_batch, qg_f->data(), stride, c.n_head, k_f->data(), vd->data(),
+                           c.n_head_kv, sc.rows, hd, q_w.data(), 1e-6f, k_w.data(), 1e-6f, rot,
+                           positions.data(), 1e7, q_f->data());
+  gpu_->qk_norm_rope(qg_a->data(), stride, c.n_head, k_a->data(), c.n_head_kv, sc.rows, hd,
+                     q_w.data(), 1e-6f, k_w.data(), 1e-6f, rot, positions.data(), 1e7,
+                     q_a->data());
+  gpu_->kv_store(apart_batch, k_a->data(), vd->data());
+  const auto same = [&](const float* a, const float* b, size_t n, const char* what) {
+    std::vector<float> x(n), y(n);
+    gpu_->download(x.data(), a, n);
+    gpu_->download(y.data(), b, n);
+    EXPECT_EQ(0, std::memcmp(x.data(), y.data(), n * sizeof(float))) << c.name << ": " << what;
+  };
+  same(q_f->data(), q_a->data(), static_cast<size_t>(sc.rows * q_width), "queries");
+  same(k_f->data(), k_a->data(), static_cast<size_t>(sc.rows * kv_width), "keys");
+  for (bool keys : {true, false})
+    EXPECT_EQ(page_bytes(*gpu_, fused_pool.layer(0), keys),
+              page_bytes(*gpu_, apart_pool.layer(0), keys))
+        << c.name << (keys ? " key pages" : " value pages");
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaPagedKv, ::testing::ValuesIn(testing::paged_cases()),

@@ -978,9 +978,8 @@ class CudaBackend final : public Backend {
       last_writes_.add(sl.recurrent_state, state_floats);
     }
     for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
-      if (skip_group(kDeltaRuleNorm, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads,
-                     sh.n_v_heads, sh.dk, sh.dv, out, early_state, z, norm.weight, eps,
-                     norm.acts.q))
+      if (skip_group(kDeltaRuleNorm, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                     sh.dk, sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q))
         return;
       check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
                                    sh.dk, sh.dv, out, early_state, stream_, norm),
@@ -1343,8 +1342,8 @@ class CudaBackend final : public Backend {
   // Backend::best_logits_rows: device state and results, and their pinned host copy. On
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
-  bool fuse_conv_ = true;    // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
-  bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  bool fuse_conv_ = true;   // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  bool delta_norm_ = true;  // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
   static constexpr size_t kDeltaNormMaxSeqs = 8;
   bool qk_store_ = true;     // HOSTLM_CUDA_QK_STORE=0: kv_store launched after qk_norm_rope
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines

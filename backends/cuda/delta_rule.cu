@@ -93,9 +93,9 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
 // loads of many sequences need the blocks in flight more than any one block needs registers.
 // kNorm (decode only, one block per value head): the gated RMSNorm of `norm` on the output.
 template <int kPerLane, int kChunkTokens, int kWarps = kDefaultWarps, bool kNorm = false>
-__global__ void __launch_bounds__(kWarps * 32,
-                                  kChunkTokens == kDecodeChunk ? (kWarps < 16 ? 16 / kWarps : 1)
-                                                               : 0)
+__global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
+                                                   ? (kWarps < 16 ? 16 / kWarps : 1)
+                                                   : 0)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,

@@ -438,9 +438,9 @@ TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
       cpu_->gated_delta_rule_norm_seqs(cpu_seqs, qkv.data(), alpha.data(), beta.data(),
                                        a_neg.data(), dt_bias.data(), sh, z.data(),
                                        norm_weight.data(), 1e-6f, T, want.data());
-      gpu_->gated_delta_rule_norm_seqs(fused_seqs, qd->data(), ad->data(), bd->data(),
-                                       a_neg.data(), dt_bias.data(), sh, zd->data(),
-                                       norm_weight.data(), 1e-6f, T, fused_out->data());
+      gpu_->gated_delta_rule_norm_seqs(fused_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
+                                       dt_bias.data(), sh, zd->data(), norm_weight.data(), 1e-6f, T,
+                                       fused_out->data());
       gpu_->gated_delta_rule_seqs(split_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
                                   dt_bias.data(), sh, split_out->data());
       gpu_->gated_rms_norm(split_out->data(), zd->data(), norm_weight.data(), T * sh.n_v_heads,

@@ -131,7 +131,8 @@ TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
                            v = random(sc.rows * kv_width), q_w = random(hd), k_w = random(hd);
   std::vector<int32_t> positions;
   for (size_t s = 0; s < sc.T.size(); ++s)
-    for (int64_t t = 0; t < sc.T[s]; ++t) positions.push_back(static_cast<int32_t>(sc.n_past[s] + t));
+    for (int64_t t = 0; t < sc.T[s]; ++t)
+      positions.push_back(static_cast<int32_t>(sc.n_past[s] + t));
   const int64_t rot = std::max<int64_t>(2, hd / 4 / 2 * 2);  // partial, as Qwen3.5's
   auto qg_f = testing::on_backend(*gpu_, qg), qg_a = testing::on_backend(*gpu_, qg);
   auto k_f = testing::on_backend(*gpu_, k), k_a = testing::on_backend(*gpu_, k);
@@ -143,8 +144,7 @@ TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
                            c.n_head_kv, sc.rows, hd, q_w.data(), 1e-6f, k_w.data(), 1e-6f, rot,
                            positions.data(), 1e7, q_f->data());
   gpu_->qk_norm_rope(qg_a->data(), stride, c.n_head, k_a->data(), c.n_head_kv, sc.rows, hd,
-                     q_w.data(), 1e-6f, k_w.data(), 1e-6f, rot, positions.data(), 1e7,
-                     q_a->data());
+                     q_w.data(), 1e-6f, k_w.data(), 1e-6f, rot, positions.data(), 1e7, q_a->data());
   gpu_->kv_store(apart_batch, k_a->data(), vd->data());
   const auto same = [&](const float* a, const float* b, size_t n, const char* what) {
     std::vector<float> x(n), y(n);

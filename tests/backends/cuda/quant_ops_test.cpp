@@ -473,9 +473,8 @@ TEST_F(CudaQuant, ProducedQuantizedInputEqualsQuantizingAfterwards) {
       reset();
       const SequenceSlice seq{0, T, 0, nullptr, sd->data()};
       gpu_->gated_delta_rule_norm_seqs({&seq, 1}, qd->data(), gd->data(),
-                                       gd->data() + T * sh.n_v_heads, a_neg.data(),
-                                       dt_bias.data(), sh, bd->data(), head_w.data(), 1e-6f, T,
-                                       out->data());
+                                       gd->data() + T * sh.n_v_heads, a_neg.data(), dt_bias.data(),
+                                       sh, bd->data(), head_w.data(), 1e-6f, T, out->data());
       fed_product_is_plain("gated_delta_rule_norm_seqs");
     }
     reset();

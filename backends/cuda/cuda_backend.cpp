@@ -912,32 +912,7 @@ class CudaBackend final : public Backend {
                              const float* alpha, const float* beta_raw, const float* a_neg,
                              const float* dt_bias, const DeltaRuleShape& sh, float* out) override {
     const auto timed = profile_->scope("gated_delta_rule");
-    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
-    // The kernel reads the states before it waits for the kernel before when that kernel is
-    // known not to have written them (a product or convolution of this layer's inputs).
-    bool early_state = cuda::early_loads_enabled();
-    for (const SequenceSlice& sl : seqs)
-      early_state = early_state && last_writes_.untouched(sl.recurrent_state, state_floats);
-    forget_acts();
-    if (sh.dk > kDeltaRuleMaxDk)
-      throw Error("CUDA gated delta rule supports key heads up to " +
-                  std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
-    const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
-    const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
-    last_writes_.start(!quant_->folds_norms());
-    for (const SequenceSlice& sl : seqs) {
-      last_writes_.add(out + sl.row * sh.n_v_heads * sh.dv,
-                       static_cast<size_t>(sl.T * sh.n_v_heads * sh.dv));
-      last_writes_.add(sl.recurrent_state, state_floats);
-    }
-    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
-      if (skip_group(kDeltaRule, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                     sh.dk, sh.dv, out, early_state))
-        return;
-      check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                                   sh.dk, sh.dv, out, early_state, stream_),
-            "gated_delta_rule");
-    });
+    delta_rule(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh, nullptr, nullptr, 0.f, 0, out);
   }
 
   // Decode steps of up to kDeltaNormMaxSeqs sequences take the gated norm inside the delta
@@ -959,32 +934,7 @@ class CudaBackend final : public Backend {
       return;
     }
     const auto timed = profile_->scope("gated_delta_rule_norm");
-    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
-    bool early_state = cuda::early_loads_enabled();
-    for (const SequenceSlice& sl : seqs)
-      early_state = early_state && last_writes_.untouched(sl.recurrent_state, state_floats);
-    forget_acts();
-    const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
-    const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
-    cuda::DeltaRuleNorm norm;
-    norm.z = z;
-    norm.weight = host_array(norm_weight, static_cast<size_t>(sh.dv));
-    norm.eps = eps;
-    norm.acts = quant_->produce_acts(out, T * sh.n_v_heads * sh.dv);
-    last_writes_.start(!quant_->folds_norms());
-    for (const SequenceSlice& sl : seqs) {
-      last_writes_.add(out + sl.row * sh.n_v_heads * sh.dv,
-                       static_cast<size_t>(sl.T * sh.n_v_heads * sh.dv));
-      last_writes_.add(sl.recurrent_state, state_floats);
-    }
-    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
-      if (skip_group(kDeltaRuleNorm, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                     sh.dk, sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q))
-        return;
-      check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                                   sh.dk, sh.dv, out, early_state, stream_, norm),
-            "gated_delta_rule (with its norm)");
-    });
+    delta_rule(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh, z, norm_weight, eps, T, out);
   }
 
   void gated_rms_norm(const float* x, const float* z, const float* weight, int64_t rows, int64_t dv,
@@ -1008,6 +958,48 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // The delta rule's launches, with the gated norm in them when z is set (the caller checked
+  // delta_rule_can_norm; T: the rows of out).
+  void delta_rule(std::span<const SequenceSlice> seqs, const float* qkv, const float* alpha,
+                  const float* beta_raw, const float* a_neg, const float* dt_bias,
+                  const DeltaRuleShape& sh, const float* z, const float* norm_weight, float eps,
+                  int64_t T, float* out) {
+    const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+    // The kernel reads the states before it waits for the kernel before when that kernel is
+    // known not to have written them (a product or convolution of this layer's inputs).
+    bool early_state = cuda::early_loads_enabled();
+    for (const SequenceSlice& sl : seqs)
+      early_state = early_state && last_writes_.untouched(sl.recurrent_state, state_floats);
+    forget_acts();
+    if (sh.dk > kDeltaRuleMaxDk)
+      throw Error("CUDA gated delta rule supports key heads up to " +
+                  std::to_string(kDeltaRuleMaxDk) + " wide, not " + std::to_string(sh.dk));
+    const float* a = host_array(a_neg, static_cast<size_t>(sh.n_v_heads));
+    const float* dt = host_array(dt_bias, static_cast<size_t>(sh.n_v_heads));
+    cuda::DeltaRuleNorm norm;
+    if (z != nullptr) {
+      norm.z = z;
+      norm.weight = host_array(norm_weight, static_cast<size_t>(sh.dv));
+      norm.eps = eps;
+      norm.acts = quant_->produce_acts(out, T * sh.n_v_heads * sh.dv);
+    }
+    last_writes_.start(!quant_->folds_norms());
+    for (const SequenceSlice& sl : seqs) {
+      last_writes_.add(out + sl.row * sh.n_v_heads * sh.dv,
+                       static_cast<size_t>(sl.T * sh.n_v_heads * sh.dv));
+      last_writes_.add(sl.recurrent_state, state_floats);
+    }
+    const OpKind kind = z != nullptr ? kDeltaRuleNorm : kDeltaRule;
+    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+      if (skip_group(kind, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads, sh.dk,
+                     sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q))
+        return;
+      check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                                   sh.dk, sh.dv, out, early_state, stream_, norm),
+            "gated_delta_rule");
+    });
+  }
+
   // Op kinds in a step's fingerprint.
   enum OpKind {
     kFill = 1,

@@ -102,6 +102,9 @@ cudaError_t rope_neox(float* x, size_t token_stride, int64_t T, int64_t n_heads,
 // shape. Device arrays: descs[n_seq]; row_to_seq[rows] (-1: a row of no sequence); pages, the
 // sequences' page tables one after another. Storage of sequence s: k + descs[s].k_offset.
 constexpr int64_t kAttentionMaxHeadDim = 512;
+// Token rows per page: hostlm::kKvPageTokens (ops.h, which the kernels' C++17 cannot include;
+// paged_batch.cpp checks they agree).
+constexpr int64_t kPageTokens = 32;
 struct PagedSeqDesc {
   int64_t k_offset, v_offset;  // bytes from PagedBatch::k / v
   int64_t row, T, n_past;

@@ -20,6 +20,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "kv_rows.cuh"
 #include "launch.cuh"
 
 namespace hostlm::cuda {
@@ -27,7 +28,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kPage = 32;
+constexpr int kPage = static_cast<int>(kPageTokens);
 constexpr int kDimsPerThread = kAttentionMaxHeadDim / kThreads;
 constexpr int kQ8BlockBytes = 34;
 
@@ -133,37 +134,27 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void kv_store_kernel(PagedBatch b, const float* k, const float* v) {
   pdl_begin();
   const int64_t r = blockIdx.x;
-  const int32_t s = b.row_to_seq[r];
-  if (s < 0) return;
-  const PagedSeqDesc desc = b.descs[s];
-  const int64_t pos = desc.n_past + (r - desc.row);
   const int64_t width = b.n_head_kv * b.head_dim;
-  const size_t at = b.page_bytes * static_cast<size_t>(b.pages[desc.page_offset + pos / kPage]) +
-                    b.row_bytes * static_cast<size_t>(pos % kPage);
-  {
-    const int which = static_cast<int>(blockIdx.y);
-    const float* src = (which == 0 ? k : v) + r * width;
-    char* dst = (which == 0 ? b.k + desc.k_offset : b.v + desc.v_offset) + at;
-    if (b.type == DType::F32) {
-      for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
-        reinterpret_cast<float*>(dst)[i] = src[i];
-    } else if (b.type == DType::F16) {
-      for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
-        reinterpret_cast<__half*>(dst)[i] = __float2half_rn(src[i]);
-    } else {
-      const int lane = threadIdx.x % 32;
-      for (int64_t blk = threadIdx.x / 32; blk < width / 32; blk += blockDim.x / 32) {
-        const float x = src[blk * 32 + lane];
-        float amax = fabsf(x);
+  const bool keys = blockIdx.y == 0;
+  char* dst = kv_row(b, r, keys);
+  if (dst == nullptr) return;
+  const float* src = (keys ? k : v) + r * width;
+  if (b.type != DType::Q8_0) {
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
+      store_kv_value(b.type, dst, i, src[i]);
+    return;
+  }
+  const int lane = threadIdx.x % 32;
+  for (int64_t blk = threadIdx.x / 32; blk < width / 32; blk += blockDim.x / 32) {
+    const float x = src[blk * 32 + lane];
+    float amax = fabsf(x);
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        const float d = amax / 127.f;
-        const float id = d != 0.f ? 1.f / d : 0.f;
-        char* out = dst + blk * kQ8BlockBytes;
-        if (lane == 0) *reinterpret_cast<__half*>(out) = __float2half_rn(d);
-        out[2 + lane] = static_cast<char>(static_cast<signed char>(roundf(x * id)));
-      }
-    }
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    char* out = dst + blk * kQ8BlockBytes;
+    if (lane == 0) *reinterpret_cast<__half*>(out) = __float2half_rn(d);
+    out[2 + lane] = static_cast<char>(static_cast<signed char>(roundf(x * id)));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "hostlm/error.h"
 
 namespace hostlm::cuda {
+static_assert(kPageTokens == kKvPageTokens, "the kernels' page size is the cache's");
 namespace {
 
 size_t row_bytes(DType type, int64_t width) {

@@ -15,6 +15,7 @@
 
 #include "common.cuh"
 #include "kernels.h"
+#include "kv_rows.cuh"
 #include "launch.cuh"
 
 namespace hostlm::cuda {
@@ -45,25 +46,11 @@ struct QkArgs {
   const float* v;
 };
 
-// Element i of a (token, KV head) row of the pages, converted as kv_store converts.
-__device__ __forceinline__ void store_at(const PagedBatch& b, char* row, int64_t i, float x) {
-  if (b.type == DType::F16)
-    reinterpret_cast<__half*>(row)[i] = __float2half_rn(x);
-  else
-    reinterpret_cast<float*>(row)[i] = x;
-}
-
-// Where token t's row of KV head h starts in the keys' (or values') pages; null for a row of
-// no sequence.
-__device__ __forceinline__ char* page_row(const PagedBatch& b, int64_t t, int64_t h, bool keys) {
-  const int32_t s = b.row_to_seq[t];
-  if (s < 0) return nullptr;
-  const PagedSeqDesc desc = b.descs[s];
-  const int64_t pos = desc.n_past + (t - desc.row);
-  const size_t at = b.page_bytes * static_cast<size_t>(b.pages[desc.page_offset + pos / 32]) +
-                    b.row_bytes * static_cast<size_t>(pos % 32);
-  const int64_t elem = b.type == DType::F16 ? 2 : 4;
-  return (keys ? b.k + desc.k_offset : b.v + desc.v_offset) + at + h * b.head_dim * elem;
+// Where token t's values of KV head h start in the keys' (or values') pages; null for a row
+// of no sequence. F32 and F16 pages: head h's values follow the h heads before it.
+__device__ __forceinline__ char* head_row(const PagedBatch& b, int64_t t, int64_t h, bool keys) {
+  char* row = kv_row(b, t, keys);
+  return row == nullptr ? nullptr : row + h * b.head_dim * (b.type == DType::F16 ? 2 : 4);
 }
 
 __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs a) {
@@ -74,10 +61,11 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
   if (a.store && h >= a.n_head + a.n_head_kv) {  // a value row: copied into its page
     const int64_t hv = h - a.n_head - a.n_head_kv;
     pdl_begin();
-    char* row = page_row(a.batch, t, hv, false);
+    char* row = head_row(a.batch, t, hv, false);
     if (row == nullptr) return;
     const float* src = a.v + (t * a.n_head_kv + hv) * n;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) store_at(a.batch, row, i, src[i]);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      store_kv_value(a.batch.type, row, i, src[i]);
     return;
   }
   const bool query = h < a.n_head;
@@ -102,7 +90,7 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
   const double inv_freq0 =
       threadIdx.x < half ? pow(a.theta, -2.0 * static_cast<double>(threadIdx.x) / a.rot_dims) : 0.0;
   if (a.early) pdl_begin();
-  char* page = a.store && !query ? page_row(a.batch, t, h - a.n_head, true) : nullptr;
+  char* page = a.store && !query ? head_row(a.batch, t, h - a.n_head, true) : nullptr;
   float v[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
@@ -122,7 +110,7 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
       row[i] = r;
       if (i >= a.rot_dims) {
         dst[i] = r;
-        if (page != nullptr) store_at(a.batch, page, i, r);
+        if (page != nullptr) store_kv_value(a.batch.type, page, i, r);
       }
     }
   }
@@ -138,8 +126,8 @@ __global__ void __launch_bounds__(kMaxThreads) qk_norm_rope_kernel(const QkArgs 
     dst[i] = y0;
     dst[i + half] = y1;
     if (page != nullptr) {
-      store_at(a.batch, page, i, y0);
-      store_at(a.batch, page, i + half, y1);
+      store_kv_value(a.batch.type, page, i, y0);
+      store_kv_value(a.batch.type, page, i + half, y1);
     }
   }
 }

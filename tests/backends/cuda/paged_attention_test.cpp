@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -158,6 +159,39 @@ TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
     EXPECT_EQ(page_bytes(*gpu_, fused_pool.layer(0), keys),
               page_bytes(*gpu_, apart_pool.layer(0), keys))
         << c.name << (keys ? " key pages" : " value pages");
+
+  // Which launches ran, from a profiled backend: one for F32 and F16 pages, the two ops for
+  // Q8_0.
+  setenv("HOSTLM_CUDA_PROFILE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    std::string why;
+    auto profiled = testing::cuda_backend_or_reason(why);
+    ASSERT_TRUE(profiled) << why;
+    KvPagePool pool(*profiled, sc.layout, c.type, testing::kScenarioPages);
+    const auto batch = testing::fill_pages(*profiled, pool, sc);
+    auto qgp = testing::on_backend(*profiled, qg), kp = testing::on_backend(*profiled, k);
+    auto vp = testing::on_backend(*profiled, v);
+    auto qp = profiled->alloc(static_cast<size_t>(sc.rows * q_width));
+    profiled->qk_norm_rope_store(batch, qgp->data(), stride, c.n_head, kp->data(), vp->data(),
+                                 c.n_head_kv, sc.rows, hd, q_w.data(), 1e-6f, k_w.data(), 1e-6f,
+                                 rot, positions.data(), 1e7, qp->data());
+    std::vector<float> out(static_cast<size_t>(sc.rows * q_width));
+    profiled->download(out.data(), qp->data(), out.size());
+  }
+  const std::string profile = ::testing::internal::GetCapturedStderr();
+  unsetenv("HOSTLM_CUDA_PROFILE");
+  const bool one_launch = c.type != DType::Q8_0;
+  EXPECT_EQ(one_launch, profile.find("qk_norm_rope_store") != std::string::npos) << c.name << "\n"
+                                                                                 << profile;
+  // fill_pages stores with kv_store too: the earlier tokens in four calls (the first sequence
+  // has none) and the new ones in one, plus one more where the store ran apart.
+  const auto kv_store_calls = [&] {
+    const size_t at = profile.find("\nkv_store ");
+    if (at == std::string::npos) return -1L;
+    return std::strtol(profile.c_str() + at + 10, nullptr, 10);
+  };
+  EXPECT_EQ(one_launch ? 5 : 6, kv_store_calls()) << c.name << "\n" << profile;
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaPagedKv, ::testing::ValuesIn(testing::paged_cases()),

@@ -9,10 +9,12 @@
 //         about 4.3-4.8 TB/s).
 //   TFLOP/s: 2 * rows * cols * T per second (the prefill figure of merit).
 // Usage: bench_cuda_quant [TYPE ...]   (default: the fast decode types and F16/BF16)
+//   HOSTLM_BENCH_TOKENS=1,8 times only those token counts (default 1,2,4,8,32,512).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -146,11 +148,25 @@ int main(int argc, char** argv) {
   if (types.empty())
     types = {DType::Q4_K, DType::Q5_K,   DType::Q6_K, DType::Q8_0,
              DType::Q4_0, DType::IQ4_XS, DType::F16,  DType::BF16};
+  std::vector<int64_t> token_counts = {1, 2, 4, 8, 32, 512};
+  if (const char* env = std::getenv("HOSTLM_BENCH_TOKENS"); env && *env) {
+    token_counts.clear();
+    for (const char* p = env; *p;) {
+      char* end = nullptr;
+      const long long t = std::strtoll(p, &end, 10);
+      if (end == p || t < 1) {
+        std::fprintf(stderr, "HOSTLM_BENCH_TOKENS: not a list of token counts: %s\n", env);
+        return 2;
+      }
+      token_counts.push_back(t);
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
   try {
     // Qwen3.5-9B shapes: square projections, the FFN's up/gate and down.
     for (DType type : types)
       for (Shape s : {Shape{4096, 4096}, Shape{12288, 4096}, Shape{4096, 12288}})
-        run(type, s, {1, 2, 4, 8, 32, 512});
+        run(type, s, token_counts);
   } catch (const hostlm::Error& e) {
     std::fprintf(stderr, "bench_cuda_quant: %s\n", e.what());
     return 1;

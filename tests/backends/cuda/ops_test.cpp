@@ -117,6 +117,32 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul, ::testing::ValuesIn(matmul_cases()),
          std::to_string(p.param.cols) + "_T" + std::to_string(p.param.T);
 });
 
+// The 16-bit one-token kernel sums each row in the batched kernel's order, so a token gives
+// the same bits alone as beside another: a stream's logits do not depend on whether it was
+// decoded alone or in a small batch.
+TEST_F(CudaOps, OneToken16BitProductEqualsTheBatchedKernelBitForBit) {
+  for (DType type : {DType::F16, DType::BF16})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{301, 12288 + 8}, {37, 4096 + 3 * 256}}) {
+      SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" +
+                   std::to_string(cols));
+      const std::vector<uint8_t> bytes = store_as(type, random(static_cast<size_t>(rows * cols)));
+      const Weight w = gpu_->load_weight(weight_view(type, rows, cols, bytes));
+      const std::vector<float> x = random(static_cast<size_t>(cols));
+      std::vector<float> pair(x);
+      pair.insert(pair.end(), x.begin(), x.end());
+      auto x1 = to_gpu(x), x2 = to_gpu(pair);
+      auto y1 = gpu_->alloc(static_cast<size_t>(rows));
+      auto y2 = gpu_->alloc(static_cast<size_t>(2 * rows));
+      gpu_->matmul(w, x1->data(), 1, y1->data());
+      gpu_->matmul(w, x2->data(), 2, y2->data());
+      const std::vector<float> one = from_gpu(y1->data(), static_cast<size_t>(rows));
+      const std::vector<float> two = from_gpu(y2->data(), static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(std::memcmp(&one[r], &two[r], sizeof(float)), 0)
+            << "row " << r << ": " << one[r] << " alone, " << two[r] << " in a pair";
+    }
+}
+
 TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
   const int64_t rows = 50, cols = 24;
   const std::vector<int32_t> tokens = {0, 7, 49, 7, 3};

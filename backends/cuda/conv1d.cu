@@ -17,12 +17,41 @@ constexpr int kThreads = 256;
 // mixes one long prompt chunk with many single-token decodes would otherwise launch max_T
 // rows' worth of blocks for every sequence, nearly all of them empty (100 us a layer at 64
 // streams beside a 512-token chunk).
+// The sequence that row t of the group belongs to (the group's rows are its sequences' in
+// order), and the row's index in it. Each lane sums two sequences' T and the warp scans those
+// sums, so there is no chain of dependent loads: walking the table one sequence at a time was
+// most of the kernel's time when 64 decoding sequences came before a prompt chunk (about 60
+// dependent loads a block).
+__device__ __forceinline__ void locate_row(const RecurrentSeqs& seqs, int64_t t, int& s,
+                                           int64_t& local) {
+  static_assert(kRecurrentSeqsPerLaunch <= 64, "two sequences a lane");
+  const int lane = threadIdx.x % 32;
+  const int64_t a = 2 * lane < seqs.n ? seqs.T[2 * lane] : 0;
+  const int64_t b = 2 * lane + 1 < seqs.n ? seqs.T[2 * lane + 1] : 0;
+  int64_t end = a + b;  // after the scan: the rows up to and including this lane's pair
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int64_t before = __shfl_up_sync(0xffffffffu, end, o);
+    if (lane >= o) end += before;
+  }
+  const unsigned past = __ballot_sync(0xffffffffu, end > t);
+  const int owner = __ffs(static_cast<int>(past)) - 1;  // the row exists, so some lane holds it
+  const int64_t start = __shfl_sync(0xffffffffu, end - a - b, owner);
+  const int64_t first_T = __shfl_sync(0xffffffffu, a, owner);
+  local = t - start;
+  s = 2 * owner;
+  if (local >= first_T) {
+    local -= first_T;
+    ++s;
+  }
+}
+
 __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
                                    int64_t K, const float* weight, float* out) {
   pdl_begin();
-  int64_t t = blockIdx.x;
   int s = 0;
-  while (t >= seqs.T[s]) t -= seqs.T[s++];  // the group's rows are its sequences' in order
+  int64_t t = 0;
+  locate_row(seqs, blockIdx.x, s, t);
   const int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x;
   if (c >= channels) return;
   const int64_t base = seqs.row[s] * channels;

@@ -13,10 +13,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Grid: (the group's rows, blocks over channels). Rows, not (max_T, sequence): a step that
-// mixes one long prompt chunk with many single-token decodes would otherwise launch max_T
-// rows' worth of blocks for every sequence, nearly all of them empty (100 us a layer at 64
-// streams beside a 512-token chunk).
 // The sequence that row t of the group belongs to (the group's rows are its sequences' in
 // order), and the row's index in it. Each lane sums two sequences' T and the warp scans those
 // sums, so there is no chain of dependent loads: walking the table one sequence at a time was
@@ -46,12 +42,16 @@ __device__ __forceinline__ void locate_row(const RecurrentSeqs& seqs, int64_t t,
   }
 }
 
+// Grid: (the group's rows, blocks over channels). Rows, not (max_T, sequence): a step that
+// mixes one long prompt chunk with many single-token decodes would otherwise launch max_T
+// rows' worth of blocks for every sequence, nearly all of them empty (100 us a layer at 64
+// streams beside a 512-token chunk).
 __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
                                    int64_t K, const float* weight, float* out) {
   pdl_begin();
   int s = 0;
   int64_t t = 0;
-  locate_row(seqs, blockIdx.x, s, t);
+  locate_row(seqs, blockIdx.x, s, t);  // whole warps: before any thread leaves
   const int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x;
   if (c >= channels) return;
   const int64_t base = seqs.row[s] * channels;

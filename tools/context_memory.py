@@ -14,7 +14,8 @@ it prints at load): the weights; a KV pool of pages of 32 tokens, P * ceil(N / 3
 running sequences plus a quarter of that (at most 1 GiB, at least 64 pages; on a GPU none
 when the running contexts hold 65,536 tokens or more) for the prefix cache; recurrent
 state for the P running sequences plus max(2, min(4P, 1 GiB / state)) prefix-cache
-snapshots; and the activations of one step of B = 256 tokens (4 bytes x (4 B W + 3 B H +
+snapshots (2P instead of 4P on a GPU when N is 65,536 or more); and the activations of one
+step of B tokens (256 on the CPU; on a GPU 2048, or 512 when N is 65,536 or more) (4 bytes x (4 B W + 3 B H +
 min(P, 64) V), W the widest projection; the logits buffer has a row per sequence decoded
 together).
 
@@ -56,6 +57,8 @@ GIB, MIB = 1024**3, 1024**2
 PAGE_TOKENS = 32
 SERVE_BATCH = 256  # hostlm serve's tokens per step on the CPU (ModelLoadOptions::max_batch)
 SERVE_BATCH_GPU = 2048  # and on a GPU backend
+SERVE_BATCH_GPU_LONG = 512  # on a GPU backend for windows of LONG_WINDOW_TOKENS or more
+LONG_WINDOW_TOKENS = 65536  # kLongWindowTokens (plugin_api.h)
 NO_RESERVE_TOKENS = 65536  # a GPU's running contexts from which the cache gets no reserve
 KV_BYTES = {"F16": 2.0, "Q8_0": 34 / 32, "F32": 4.0}
 README_SIZES = {"0.8B": "0.8b", "2B": "2b", "4B": "4b", "9B": "9b", "27B": "27b"}
@@ -99,14 +102,17 @@ def recurrent_bytes(f):
     return f["gdn"] * ((f["kc"] - 1) * f["cd"] + f["hv"] * f["dk"] * f["dv"]) * 4
 
 
-def serve_plan(f, weights, ctx, parallel=1, kv="F16", batch=SERVE_BATCH, gpu=False):
+def serve_plan(f, weights, ctx, parallel=1, kv="F16", gpu=False):
     """The plan hostlm's engine makes (host/src/engine/memory_plan.cpp), in bytes."""
+    batch = (SERVE_BATCH if not gpu else
+             SERVE_BATCH_GPU_LONG if ctx >= LONG_WINDOW_TOKENS else SERVE_BATCH_GPU)
     page = int(kv_bytes_per_token(f, kv) * PAGE_TOKENS)
     running = parallel * -(-ctx // PAGE_TOKENS)
     no_reserve = gpu and running * PAGE_TOKENS >= NO_RESERVE_TOKENS
     pages = running + (0 if no_reserve else max(64, min(running // 4, GIB // page)))
     state = recurrent_bytes(f)
-    snapshots = max(2, min(4 * parallel, GIB // max(state, 1)))
+    per_sequence = 2 if gpu and ctx >= LONG_WINDOW_TOKENS else 4
+    snapshots = max(2, min(per_sequence * parallel, GIB // max(state, 1)))
     heads, kv, vd = f["nq"] * f["d"], f["nkv"] * f["d"], f["hv"] * f["dv"]
     widths = (max(2 * heads, f["cd"], f["ffn"]), max(heads, kv, f["cd"], f["ffn"]),
               max(heads, kv, vd + 2 * f["hv"]), max(heads, vd))  # modules::scratch_widths
@@ -129,7 +135,7 @@ def readme_table():
         w = " / ".join(f"{weights[t] / GIB:.1f}" for t in SCHEMES)
         kv = kv_bytes_per_token(f)
         cols = " | ".join(f"{kv * c / GIB:.2f}" for c in CONTEXTS)
-        serve = serve_plan(f, weights["Q4_K_M"], 262144, batch=SERVE_BATCH_GPU, gpu=True)["total"]
+        serve = serve_plan(f, weights["Q4_K_M"], 262144, gpu=True)["total"]
         print(f"| {name} | {w} | {kv * 1024 / MIB:.0f} | {recurrent_bytes(f) / MIB:.1f} | {cols} | "
               f"{serve / GIB:.1f} |")
 
@@ -295,8 +301,7 @@ def check(args):
     for ctx in args.ctx:
         r = serve_once(args, ctx, args.fill if ctx == max(args.ctx) else 0)
         on_gpu = " on cpu " not in r["hostlm_plan"]["text"]
-        r["formula_plan"] = serve_plan(facts, weights, ctx,
-                                       batch=SERVE_BATCH_GPU if on_gpu else SERVE_BATCH, gpu=on_gpu)
+        r["formula_plan"] = serve_plan(facts, weights, ctx, gpu=on_gpu)
         rows.append(r)
         print(r["hostlm_plan"]["text"], file=sys.stderr)
     print(f"{args.model} on {args.backend}, `hostlm serve --parallel 1 --ctx N`\n")
@@ -358,8 +363,7 @@ def main():
         w = shape_weight_bytes(args.plan, args.type)
         for ctx in args.ctx:
             gpu = args.backend == "cuda"
-            p = serve_plan(f, w, ctx, args.parallel, batch=SERVE_BATCH_GPU if gpu else SERVE_BATCH,
-                           gpu=gpu)
+            p = serve_plan(f, w, ctx, args.parallel, gpu=gpu)
             print(f"{args.plan} {args.type}, {args.parallel} x {ctx} tokens: " +
                   ", ".join(f"{k} {p[k] / GIB:.2f} GiB" for k in ("weights", "kv", "state", "scratch", "total")))
     else:

@@ -175,6 +175,9 @@ void run_serving_modes(const BenchArgs& a, bool reps_given) {
   options.backend = a.backend;
   options.threads = threads.front();
   if (a.batch > 0) options.max_batch = a.batch;  // else what `hostlm serve` uses
+  // The longest window run_serving_bench gives a request.
+  options.context = std::max(int64_t{config.n_prompt} + config.n_gen,
+                             int64_t{config.ttft_prefix} + config.ttft_new + 1);
   if (!config.parallel.empty())
     options.max_sequences = *std::max_element(config.parallel.begin(), config.parallel.end());
   PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins

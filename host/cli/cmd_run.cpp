@@ -112,7 +112,9 @@ void run_text(const RunArgs& a) {
   const std::string path = a.model.empty() ? default_model_path() : a.model;
   // Declared so that destruction runs engine -> format -> model: they run plugin code.
   PluginRegistry& registry = plugin_registry();
-  LoadedModel loaded(registry, path, one_sequence(a.backend.load_options()));
+  ModelLoadOptions load = one_sequence(a.backend.load_options());
+  load.context = a.ctx_size;
+  LoadedModel loaded(registry, path, load);
   const Tokenizer tokenizer = Tokenizer::load(path);
   const std::unique_ptr<ChatFormat> format = chat_format_for(registry, loaded.files());
   int64_t context = a.ctx_size;

@@ -43,7 +43,9 @@ struct EngineOptions {
   size_t kv_pool_bytes = 0;
   size_t prefix_cache_bytes = 0;
   // Recurrent-state snapshots of the prefix cache, least recently used dropped first
-  // (automatic: 4 per parallel sequence, at most 1 GiB, at least 2).
+  // (automatic: 4 per parallel sequence, at most 1 GiB, at least 2; on a GPU with a context
+  // of kLongWindowTokens or more, 2 per sequence: the state at the end of the last prompt and
+  // one before it are what a chat's next turn resumes from).
   size_t state_cache_bytes = 0;
   bool prefix_cache = true;
   int64_t snapshot_interval = 1024;  // tokens, a multiple of kKvPageTokens; 0: none

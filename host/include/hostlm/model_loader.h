@@ -35,8 +35,13 @@ struct ModelLoadOptions {
   // GEMMs faster (9B Q4_K_M on an H200, 512-token prompts, aggregate t/s at 32 / 64 streams:
   // 1,731 / 1,903 at 512, 1,865 / 2,126 at 1024, 1,936 / 2,208 at 2048), and 256 on the CPU.
   // The price is activation scratch: 0.28 GB more than at 512 on the 9B (370 MB in all;
-  // computed from the buffer widths, not measured).
+  // computed from the buffer widths, not measured). So for long windows (`context` of
+  // kLongWindowTokens or more) the GPU default is 512, llama.cpp's default micro-batch: at
+  // the 9B's 262,144 tokens the 2048 default would hold 264 MiB more than llama.cpp's.
   int64_t max_batch = 0;
+  // Tokens of one sequence's window, when the caller knows it (0: not known): picks
+  // max_batch's default.
+  int64_t context = 0;
   // Layers on the GPU, as llama.cpp's -ngl: -1 or at least the model's layer count, all of
   // them (on the backend chosen above); 0, none: the CPU backend. A count in between splits
   // the model: the last N layers and the output head on the GPU, the first ones and the

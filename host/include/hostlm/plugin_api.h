@@ -33,6 +33,12 @@ struct ModelFiles {
   const HfCheckpoint* hf = nullptr;
 };
 
+// Windows of this many tokens per sequence or more count as long: on a GPU, where the engine
+// allocates all its memory at load, they get smaller activation scratch and fewer state
+// snapshots by default (model_loader.h, engine.h), so that the KV cache, which dominates
+// there, has the memory llama.cpp would give it.
+constexpr int64_t kLongWindowTokens = 65536;
+
 struct LoadOptions {
   int64_t max_batch = 256;  // tokens evaluated per forward call (prompts are chunked)
   // A split between devices, like llama.cpp's -ngl: with host_backend set and 0 <= gpu_layers

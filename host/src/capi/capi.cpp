@@ -325,6 +325,7 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     options.threads = params.threads;
     options.gpu_layers = params.gpu_layers;  // the loader names a bad count
     options.max_sequences = params.max_sequences;
+    options.context = params.context;
     {
       std::lock_guard lock(registry_mutex);
       m->loaded = std::make_unique<hostlm::LoadedModel>(registry(), path, options);

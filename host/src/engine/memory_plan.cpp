@@ -84,9 +84,12 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
     p.snapshot_slots = 0;
   else if (o.state_cache_bytes > 0)
     p.snapshot_slots = static_cast<int64_t>(o.state_cache_bytes / per);
-  else
-    p.snapshot_slots = std::max<int64_t>(
-        2, std::min<int64_t>(4 * int64_t{o.max_sequences}, static_cast<int64_t>(kGiB / per)));
+  else {
+    const int64_t per_sequence = p.backend != "cpu" && o.context >= kLongWindowTokens ? 2 : 4;
+    p.snapshot_slots =
+        std::max<int64_t>(2, std::min<int64_t>(per_sequence * int64_t{o.max_sequences},
+                                               static_cast<int64_t>(kGiB / per)));
+  }
   p.state_bytes =
       p.state_bytes_per_sequence * static_cast<size_t>(o.max_sequences + p.snapshot_slots);
   p.host_layers = model.info().host_layers;

@@ -51,9 +51,10 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   backend_ = create_backend(backend);
   backend_->set_threads(options.threads);
   LoadOptions load;
-  load.max_batch = options.max_batch > 0       ? options.max_batch
-                   : backend_->name() == "cpu" ? 256
-                                               : 2048;
+  load.max_batch = options.max_batch > 0                  ? options.max_batch
+                   : backend_->name() == "cpu"            ? 256
+                   : options.context >= kLongWindowTokens ? 512
+                                                          : 2048;
   load.max_sequences = std::max<int64_t>(0, options.max_sequences);
   if (options.gpu_layers > 0 && backend_->name() != "cpu") {
     // The plugin splits only when the count is below its layer count; otherwise it ignores

@@ -24,7 +24,9 @@ ServedModel::ServedModel(PluginRegistry& registry, std::mutex& registry_mutex, M
     : spec_(std::move(spec)), options_(options) {
   {
     std::lock_guard lock(registry_mutex);
-    loaded_ = std::make_unique<LoadedModel>(registry, spec_.path, options_.load);
+    ModelLoadOptions load = options_.load;
+    load.context = context > 0 ? context : options_.context;
+    loaded_ = std::make_unique<LoadedModel>(registry, spec_.path, load);
     std::unique_ptr<ChatFormat> native =
         registry.plugin_for(loaded_->files().architecture).chat_format(loaded_->files());
     format_ = spec_.wrap_format ? spec_.wrap_format(std::move(native)) : std::move(native);

@@ -2,7 +2,8 @@
 // contexts of 65,536 tokens or more get no prefix-cache reserve beyond them (memory_plan.cpp),
 // shorter ones keep it, and without the reserve the cache still lives in the pages a running
 // request leaves free, so a request that extends an earlier prompt computes only what is new.
-// Skipped where no GPU can be used.
+// Long windows also get two state snapshots per sequence instead of four, and 512-token
+// prefill steps instead of 2048 unless the caller names a step. Skipped where no GPU can be used.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,10 +30,13 @@ TEST(CudaEngineMemory, LongWindowsHaveNoCacheReserveAndStillReusePrefixes) {
     options.snapshot_interval = 64;
     Engine engine(loaded.model(), options);
     const MemoryPlan& plan = engine.memory_plan();
-    if (context < 65536)
+    if (context < 65536) {
       EXPECT_GE(plan.kv_pages_for_cache, 64);
-    else
+      EXPECT_EQ(plan.snapshot_slots, 4);
+    } else {
       EXPECT_EQ(plan.kv_pages_for_cache, 0);
+      EXPECT_EQ(plan.snapshot_slots, 2);
+    }
     EXPECT_EQ(plan.kv_pages, context / kKvPageTokens + plan.kv_pages_for_cache);
 
     const auto first = testing::tokens(150, 1);
@@ -42,6 +46,28 @@ TEST(CudaEngineMemory, LongWindowsHaveNoCacheReserveAndStillReusePrefixes) {
         engine.generate(testing::greedy_request(testing::concat(first, testing::tokens(20, 3)), 4));
     EXPECT_EQ(warm.cached_tokens, 150);
     EXPECT_EQ(warm.prompt_eval_count, 20);
+  }
+}
+
+// The default prefill step on a GPU: 2048 tokens, 512 (llama.cpp's micro-batch) for a long
+// window, whatever the caller gives wins.
+TEST(CudaEngineMemory, LongWindowsGetShorterPrefillStepsByDefault) {
+  std::string why;
+  if (!testing::cuda_backend_or_reason(why)) GTEST_SKIP() << "no usable CUDA backend: " << why;
+  PluginRegistry registry;
+  struct Case {
+    int64_t context, max_batch, expected;
+  };
+  for (const Case c : {Case{0, 0, 2048}, Case{32768, 0, 2048}, Case{kLongWindowTokens, 0, 512},
+                       Case{262144, 0, 512}, Case{262144, 2048, 2048}}) {
+    SCOPED_TRACE("context " + std::to_string(c.context) + ", max_batch " +
+                 std::to_string(c.max_batch));
+    ModelLoadOptions options;
+    options.backend = "cuda";
+    options.context = c.context;
+    options.max_batch = c.max_batch;
+    LoadedModel loaded(registry, testing::tiny_model_dir(), options);
+    EXPECT_EQ(loaded.model().max_batch_tokens(), c.expected);
   }
 }
 

@@ -6,7 +6,7 @@
 #   2. plan:   `hostlm serve --parallel 1 --ctx CTX` loads it: the memory plan hostlm prints,
 #              beside the one tools/context_memory.py computes, and the GPU memory the loaded
 #              server holds (tools/context_memory.py --check);
-#   3. hostlm: `hostlm bench --parallel 1 -p CTX-NGEN -n NGEN -b BATCH` through the engine as
+#   3. hostlm: `hostlm bench --parallel 1 -p CTX-NGEN -n NGEN [-b BATCH]` through the engine as
 #              `hostlm serve` runs it (paged F16 KV, prefix cache): the time to first token
 #              is the prefill of the whole window, then NGEN tokens generated after it;
 #   4. llama:  with LLAMA_BIN=DIR, DIR/llama-bench on the same file (-ngl 99 -fa 1, its
@@ -22,7 +22,8 @@
 # BUILD_DIR holds a build with CUDA on (bin/hostlm, lib/, manifests/, hostlm-build-tree.json).
 # Environment, all optional:
 #   SIZE=27b        shape (tools/make_shape_gguf.py sizes: 0.8b 2b 4b 9b 27b test256)
-#   CTX=262144      context       NGEN=32    BATCH=2048 (hostlm tokens per engine step)
+#   CTX=262144      context       NGEN=32    BATCH=N (hostlm tokens per engine step; default
+#                   hostlm's own: 512 for windows of 65,536 tokens or more)
 #   BACKEND=cuda    (cpu for a dry run: BACKEND=cpu SIZE=test256 CTX=4096)
 #   LLAMA_BIN=DIR   llama.cpp's build/bin (llama-bench), built with CUDA
 #   STEPS="file plan hostlm llama"   the steps to run; measurements of earlier runs on the
@@ -41,7 +42,7 @@ hostlm=$build/bin/hostlm
 size=${SIZE:-27b}
 ctx=${CTX:-262144}
 n_gen=${NGEN:-32}
-batch=${BATCH:-2048}
+batch=${BATCH:-}
 backend=${BACKEND:-cuda}
 llama_bin=${LLAMA_BIN:-}
 steps=" ${STEPS:-file plan hostlm llama} "
@@ -141,9 +142,9 @@ fi
 
 # ---- 3. hostlm: prefill of the whole window, then generation ------------------------------
 if has_step hostlm; then
-  step "hostlm: prefill of $((ctx - n_gen)) tokens in steps of $batch, then $n_gen generated ($backend)"
+  step "hostlm: prefill of $((ctx - n_gen)) tokens in steps of ${batch:-the default}, then $n_gen generated ($backend)"
   run_step hostlm-bench "$hostlm" bench "$model" --backend "$backend" --parallel 1 \
-    -p $((ctx - n_gen)) -n "$n_gen" -b "$batch" -o json
+    -p $((ctx - n_gen)) -n "$n_gen" ${batch:+-b "$batch"} -o json
   cat "$raw/hostlm-bench.json"
 fi
 
@@ -172,7 +173,7 @@ python3 - "$raw" "$results" "$model" "$size" "$ctx" "$n_gen" "$batch" "$backend"
 import datetime, json, pathlib, re, subprocess, sys
 import gguf
 raw, results, model = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-size, ctx, n_gen, batch, backend, commit = sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), sys.argv[8], sys.argv[9]
+size, ctx, n_gen, batch, backend, commit = sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8], sys.argv[9]
 GIB = 1024**3
 
 def load(name):
@@ -229,7 +230,7 @@ hb = load("hostlm-bench.json")
 if hb:
     r = next(x for x in hb if x.get("test") == "streams")
     ttft_s = r["ttft_mean_ms"] / 1e3
-    print(f"| hostlm ({r['backend'] if 'backend' in r else backend}) | engine, steps of {batch}, F16 KV, prefix cache | "
+    print(f"| hostlm ({r['backend'] if 'backend' in r else backend}) | engine, steps of {r.get('n_batch', batch)}, F16 KV, prefix cache | "
           f"{r['n_prompt']:,} | {ttft_s:,.1f} | {r['n_prompt'] / ttft_s:,.0f} | "
           f"{r['decode_ts']:,.1f} (tg{r['n_gen']} after the prompt) | {mem_text('hostlm-bench')} |")
 pp, tg = load("llama-pp.json"), load("llama-tg.json")

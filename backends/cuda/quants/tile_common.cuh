@@ -27,7 +27,15 @@ inline int tokens_per_block(int64_t T) { return T <= 16 ? 16 : T <= 32 ? 32 : 64
 struct TilePlan {
   unsigned row_blocks, token_blocks;
   int chunks_per_split, splits;
+  int shape = 0;  // which block shape of the kernel (tile_q4k.cu has two)
 };
+
+// The share of the launch's block slots that its blocks fill, over all its waves.
+inline double wave_fill(const TilePlan& p, int resident_per_sm) {
+  const int64_t blocks = int64_t{p.row_blocks} * p.token_blocks * p.splits;
+  const int64_t slots = int64_t{resident_per_sm} * sm_count();
+  return static_cast<double>(blocks) / static_cast<double>((blocks + slots - 1) / slots * slots);
+}
 
 // Splits over columns while all blocks still fit on the GPU at once (`resident_per_sm`
 // blocks per SM): more blocks hide more of the loads' latency, but a second wave would add a
@@ -75,26 +83,29 @@ __device__ __forceinline__ void for_each_output(const float (&acc)[kN / 8][4], i
     }
 }
 
-// Writes the block's tile (rows row0.., tokens t0..; blockIdx.z is the split; 16 rows per warp).
-// With splits, each writes its partial sums and the last to arrive adds all of them in split
-// order.
+// Writes the block's tile (rows row0 .. row0 + block_rows, tokens t0 .. t0 + block_tokens;
+// blockIdx.z is the split). This warp's accumulators are its 16 rows from row0 + 16 * row_warp
+// and kNW tokens from warp_t0. With splits, each writes its partial sums and the last to arrive
+// adds all of them in split order.
 // `last_split` is a __shared__ flag of the block. Every thread of the block must call this.
-template <int kN>
-__device__ __forceinline__ void store_tile(const float (&acc)[kN / 8][4], const TileOutput& o,
-                                           int64_t row0, int t0, bool& last_split) {
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+template <int kNW>
+__device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], const TileOutput& o,
+                                                int64_t row0, int t0, int block_rows,
+                                                int block_tokens, int row_warp, int warp_t0,
+                                                bool& last_split) {
+  const int tid = threadIdx.x, lane = tid % 32;
   const size_t T = static_cast<size_t>(o.T), rows = static_cast<size_t>(o.rows);
   float* y = o.y;
   const float* inv_scale = o.inv_scale;
   if (o.splits == 1) {
-    for_each_output<kN>(acc, row0, t0, o.rows, o.T, warp, lane, [&](float v, size_t row, size_t t) {
-      y[t * rows + row] = v * inv_scale[t];
-    });
+    for_each_output<kNW>(
+        acc, row0, warp_t0, o.rows, o.T, row_warp, lane,
+        [&](float v, size_t row, size_t t) { y[t * rows + row] = v * inv_scale[t]; });
     return;
   }
   float* mine = o.partial + blockIdx.z * T * rows;
-  for_each_output<kN>(acc, row0, t0, o.rows, o.T, warp, lane,
-                      [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
+  for_each_output<kNW>(acc, row0, warp_t0, o.rows, o.T, row_warp, lane,
+                       [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
   __threadfence();
   __syncthreads();
   unsigned* count = o.count + blockIdx.y * gridDim.x + blockIdx.x;
@@ -107,8 +118,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kN / 8][4], const 
   // finished last). Summing each lane's own accumulators one split at a time waited for one
   // round trip per split (Nsight Compute: 18-24 us for a 32-row matrix in 16 splits).
   const size_t split_floats = T * rows;
-  const int rows_here = static_cast<int>(min(int64_t{blockDim.x / 2}, o.rows - row0));
-  const int tokens_here = min(kN, o.T - t0);
+  const int rows_here = static_cast<int>(min(int64_t{block_rows}, o.rows - row0));
+  const int tokens_here = min(block_tokens, o.T - t0);
   const int n_valid = rows_here * tokens_here;
   constexpr int kPer = 8;
   for (int base = tid; base < n_valid; base += static_cast<int>(blockDim.x) * kPer) {
@@ -142,6 +153,14 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kN / 8][4], const 
         y[at[k]] = sum[k] * inv_scale[at[k] / rows];
   }
   if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+}
+
+// The common shape: warp w has rows 16w .. 16w + 15 of the block and all its kN tokens.
+template <int kN>
+__device__ __forceinline__ void store_tile(const float (&acc)[kN / 8][4], const TileOutput& o,
+                                           int64_t row0, int t0, bool& last_split) {
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  store_tile_part<kN>(acc, o, row0, t0, static_cast<int>(blockDim.x / 2), kN, warp, t0, last_split);
 }
 
 }  // namespace hostlm::cuda::quants

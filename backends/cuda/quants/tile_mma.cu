@@ -279,6 +279,7 @@ size_t tile_matmul_partial_floats(DType type, int64_t rows, int64_t cols, int64_
 }
 
 size_t tile_matmul_counters(DType type, int64_t rows, int64_t T) {
+  if (type == DType::Q4_K && tile_q4k_ready()) return tile_q4k_counters(rows, T);
   const TilePlan p = plan_for(type, rows, kChunk, T);
   return size_t{p.row_blocks} * p.token_blocks;
 }

@@ -15,6 +15,8 @@ cudaError_t prepare_tile_q4k();
 bool tile_q4k_ready();
 
 TilePlan tile_q4k_plan(int64_t rows, int64_t cols, int64_t T);
+// Split counters any plan for `rows` x `T` may need.
+size_t tile_q4k_counters(int64_t rows, int64_t T);
 // y = x * W^T for W of type Q4_K; x is [T, cols] half, scaled per token as for tile_mma.
 void tile_q4k_launch(const TilePlan& plan, const QuantMatrix& w, const __half* x,
                      const TileOutput& out, cudaStream_t stream);

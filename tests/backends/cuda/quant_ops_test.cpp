@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -226,6 +227,61 @@ const QuantCase& case_of(DType type) {
   for (const QuantCase& c : testing::quant_cases())
     if (c.type == type) return c;
   throw Error("no test case for the type");
+}
+
+// The Q4_K tile product's block shapes (128 or 96 rows) and token warps (one or two per 16
+// rows), each forced through the environment read when a backend is made: every form gives
+// the products of the 128-row, one-token-warp form, bit for bit where the column splits are
+// the same, else within float32 rounding of the split sums. 1000 rows end inside a block of
+// either shape.
+TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
+  const QuantCase& c = case_of(DType::Q4_K);
+  const int64_t rows = 1000, cols = 2048;
+  std::mt19937 rng(7);
+  const std::vector<uint8_t> blocks =
+      testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(64 * cols));
+  for (float& v : x) v = u(rng);
+  struct Form {
+    const char *rows, *token_warps;
+  };
+  const Form forms[] = {{"128", "1"}, {"128", "2"}, {"96", "1"}, {"96", "2"}, {"0", "2"}};
+  std::vector<std::vector<std::vector<float>>> y;  // [form][T]
+  const int64_t token_counts[] = {7, 16, 20, 33, 64};
+  for (const Form& f : forms) {
+    setenv("HOSTLM_CUDA_TILE_ROWS", f.rows, 1);
+    setenv("HOSTLM_CUDA_TILE_TOKEN_WARPS", f.token_warps, 1);
+    std::string why;
+    std::unique_ptr<Backend> gpu = testing::cuda_backend_or_reason(why);
+    ASSERT_NE(gpu, nullptr) << why;
+    const Weight wg = gpu->load_weight(view_of("tile.weight", c.type, rows, cols, blocks));
+    auto xd = gpu->alloc(x.size());
+    gpu->upload(xd->data(), x.data(), x.size());
+    auto yd = gpu->alloc(static_cast<size_t>(64 * rows));
+    y.emplace_back();
+    for (int64_t T : token_counts) {
+      gpu->matmul(wg, xd->data(), T, yd->data());
+      y.back().emplace_back(static_cast<size_t>(T * rows));
+      gpu->download(y.back().back().data(), yd->data(), y.back().back().size());
+    }
+  }
+  unsetenv("HOSTLM_CUDA_TILE_ROWS");
+  unsetenv("HOSTLM_CUDA_TILE_TOKEN_WARPS");
+  for (size_t k = 0; k < std::size(token_counts); ++k) {
+    const std::vector<float>& ref = y[0][k];
+    float scale = 0.f;
+    for (float v : ref) scale = std::max(scale, std::fabs(v));
+    for (size_t f = 1; f < std::size(forms); ++f) {
+      const std::string what = std::string("rows ") + forms[f].rows + ", token warps " +
+                               forms[f].token_warps + ", T=" + std::to_string(token_counts[k]);
+      if (std::string(forms[f].rows) == "128") {  // the same splits: the same sums
+        EXPECT_EQ(0, std::memcmp(ref.data(), y[f][k].data(), ref.size() * 4)) << what;
+      }
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(ref[i], y[f][k][i], 1e-5f * scale) << what << ", element " << i;
+    }
+  }
 }
 
 // 8448 x 4096 Q8_0 is 36.8 MB (more than one 32 MiB upload chunk) and 34.6 M weights (more

@@ -15,9 +15,9 @@ running sequences plus a quarter of that (at most 1 GiB, at least 64 pages; on a
 when the running contexts hold 65,536 tokens or more) for the prefix cache; recurrent
 state for the P running sequences plus max(2, min(4P, 1 GiB / state)) prefix-cache
 snapshots (2P instead of 4P on a GPU when N is 65,536 or more); and the activations of one
-step of B tokens (256 on the CPU; on a GPU 2048, or 512 when N is 65,536 or more) (4 bytes x (4 B W + 3 B H +
-min(P, 64) V), W the widest projection; the logits buffer has a row per sequence decoded
-together).
+step of B tokens, 4 bytes x (4 B W + 3 B H + min(P, 64) V), W the widest projection (B is 256
+on the CPU; on a GPU 2048, or 512 when N is 65,536 or more; the logits buffer has a row per
+sequence decoded together).
 
     python3 tools/context_memory.py              # the README table (F16 KV, one sequence)
     python3 tools/context_memory.py --plan 27b --ctx 262144 [--type Q4_K_M] [--parallel 1] \\

@@ -195,6 +195,7 @@ class CudaBackend final : public Backend {
     const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
+    gemv16_ring_ = gemv16_ring_from_env();
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
@@ -672,6 +673,11 @@ class CudaBackend final : public Backend {
     }
     if (quants::QuantMatmul::supports(w.type)) return quant_->matmul(w, x, T, y);
     quant_->forget_acts();
+    if (T == 1 &&
+        gemv16_staged(gemv16_ring_, w.type, w.data, w.row_bytes, w.rows, w.cols, x, y, stream_)) {
+      check(cudaGetLastError(), "matmul (gemv16 staged)");
+      return;
+    }
     if (T <= kGemvMaxTokens) {
       check(gemv(w.type, w.data, w.row_bytes, w.rows, w.cols, x, T, y, stream_), "matmul (gemv)");
       return;
@@ -1360,6 +1366,7 @@ class CudaBackend final : public Backend {
   // Prefill products of 16-bit weights with float32 activations (HOSTLM_CUDA_EXACT_16BIT=1),
   // as the CPU does, instead of activations rounded to the weights' type.
   bool exact_16bit_ = false;
+  Gemv16Ring gemv16_ring_;  // the one-token 16-bit product's ring (kernels.h)
   // BF16 parts of the activations in BF16 prefill products (HOSTLM_CUDA_BF16_PARTS=1..3; by
   // default 1, or 3 when exact). Three carry float32's whole mantissa; two are faster but
   // already miss the transformers tolerance of the tiny BF16 model (1.9e-4 of the logit

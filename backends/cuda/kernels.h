@@ -61,6 +61,19 @@ constexpr int64_t kGemvMaxTokens = 8;
 cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                  const float* x, int64_t T, float* y, cudaStream_t stream);
 
+// gemv16_staged.cu: the one-token (T == 1) product for BF16 and F16 weights, streamed
+// through a shared-memory ring; the same bits as gemv(). `ring` is each
+// warp's ring of stages (chunk columns of two rows, `stages` of them; chunk 0: off). Returns
+// false, launching nothing, where it does not apply (before sm_90, unaligned data, other
+// types, the ring off).
+struct Gemv16Ring {
+  int chunk = 0, stages = 0;
+};
+// HOSTLM_CUDA_GEMV16_RING: "0" (off: gemv()'s kernels), "512x6" (the default) or "1024x3".
+Gemv16Ring gemv16_ring_from_env();
+bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
+                   int64_t cols, const float* x, float* y, cudaStream_t stream);
+
 // bf16_split.cu: out[p][i] (parts arrays of n bfloat16, one after another) such that
 // sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.
 cudaError_t split_bf16(const float* x, size_t n, int parts, void* out, cudaStream_t stream);

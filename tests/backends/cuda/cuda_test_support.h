@@ -2,9 +2,13 @@
 // reason, so GPU tests skip visibly on machines without a GPU (CI).
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hostlm/error.h"
@@ -49,6 +53,26 @@ inline TensorView weight_view(DType type, int64_t rows, int64_t cols,
   v.nbytes = bytes.size();
   return v;
 }
+
+// Remembers the named environment variables and puts the caller's values back however the
+// test ends, for the tests after it (settings read when a backend is made).
+class RestoreEnv {
+ public:
+  explicit RestoreEnv(std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      const char* v = std::getenv(n);
+      saved_.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
+    }
+  }
+  RestoreEnv(const RestoreEnv&) = delete;
+  RestoreEnv& operator=(const RestoreEnv&) = delete;
+  ~RestoreEnv() {
+    for (const auto& [n, v] : saved_) v ? setenv(n.c_str(), v->c_str(), 1) : unsetenv(n.c_str());
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 inline bool cuda_usable() {
   std::string why;

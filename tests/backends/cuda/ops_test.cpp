@@ -143,6 +143,45 @@ TEST_F(CudaOps, OneToken16BitProductEqualsTheBatchedKernelBitForBit) {
     }
 }
 
+// The one-token product streamed through shared memory (gemv16_staged.cu), with each ring it
+// has and with it off, gives the batched kernel's bits: rows with a short last chunk, an odd
+// row count, more row pairs than resident warps (several pairs a warp, the ring running on
+// across rows) and rows shorter than one chunk.
+TEST_F(CudaOps, OneToken16BitRingsEqualTheBatchedKernelBitForBit) {
+  const testing::RestoreEnv restore{"HOSTLM_CUDA_GEMV16_RING"};
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {301, 12288 + 8}, {37, 4096 + 3 * 256}, {9001, 1032}, {67, 96}};
+  for (const char* ring : {"512x6", "1024x3", "0"}) {
+    setenv("HOSTLM_CUDA_GEMV16_RING", ring, 1);
+    std::string why;
+    std::unique_ptr<Backend> gpu = testing::cuda_backend_or_reason(why);
+    ASSERT_NE(gpu, nullptr) << why;
+    for (DType type : {DType::BF16, DType::F16})
+      for (auto [rows, cols] : shapes) {
+        SCOPED_TRACE(std::string("ring ") + ring + ", " + std::string(dtype_name(type)) + " " +
+                     std::to_string(rows) + "x" + std::to_string(cols));
+        const std::vector<uint8_t> bytes = store_as(type, random(static_cast<size_t>(rows * cols)));
+        const Weight w = gpu->load_weight(weight_view(type, rows, cols, bytes));
+        const std::vector<float> x = random(static_cast<size_t>(cols));
+        std::vector<float> pair(x);
+        pair.insert(pair.end(), x.begin(), x.end());
+        auto x1 = gpu->alloc(x.size()), x2 = gpu->alloc(pair.size());
+        gpu->upload(x1->data(), x.data(), x.size());
+        gpu->upload(x2->data(), pair.data(), pair.size());
+        auto y1 = gpu->alloc(static_cast<size_t>(rows));
+        auto y2 = gpu->alloc(static_cast<size_t>(2 * rows));
+        gpu->matmul(w, x1->data(), 1, y1->data());
+        gpu->matmul(w, x2->data(), 2, y2->data());
+        std::vector<float> one(static_cast<size_t>(rows)), two(static_cast<size_t>(2 * rows));
+        gpu->download(one.data(), y1->data(), one.size());
+        gpu->download(two.data(), y2->data(), two.size());
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(std::memcmp(&one[r], &two[r], sizeof(float)), 0)
+              << "row " << r << ": " << one[r] << " alone, " << two[r] << " in a pair";
+      }
+  }
+}
+
 TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
   const int64_t rows = 50, cols = 24;
   const std::vector<int32_t> tokens = {0, 7, 49, 7, 3};

@@ -249,19 +249,7 @@ TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
     const char *rows, *token_warps;
   };
   const Form forms[] = {{"128", "1"}, {"128", "2"}, {"96", "1"}, {"96", "2"}, {"0", "2"}};
-  // Puts the caller's settings back however the test ends, for the tests after it.
-  struct RestoreEnv {
-    std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-    explicit RestoreEnv(std::initializer_list<const char*> names) {
-      for (const char* n : names) {
-        const char* v = std::getenv(n);
-        saved.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
-      }
-    }
-    ~RestoreEnv() {
-      for (const auto& [n, v] : saved) v ? setenv(n.c_str(), v->c_str(), 1) : unsetenv(n.c_str());
-    }
-  } restore{"HOSTLM_CUDA_TILE_ROWS", "HOSTLM_CUDA_TILE_TOKEN_WARPS"};
+  const testing::RestoreEnv restore{"HOSTLM_CUDA_TILE_ROWS", "HOSTLM_CUDA_TILE_TOKEN_WARPS"};
   std::vector<std::vector<std::vector<float>>> y;  // [form][T]
   const int64_t token_counts[] = {7, 16, 20, 33, 64};
   for (const Form& f : forms) {

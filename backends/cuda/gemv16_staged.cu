@@ -1,0 +1,210 @@
+// One-token decode product for 16-bit weights (BF16, F16), streamed through a shared-memory
+// ring (sm_90).
+//
+// gemv.cu's one-token kernel holds its loads in flight in registers: a few KiB per warp, and
+// on the 9B's 4,096-row products only about 16 warps per SM, so those ran at 2.6-2.7 TB/s
+// where 12,288-row products reach 3.8. Here each warp owns consecutive row pairs and streams
+// them, chunk by chunk, through a private ring of kStages shared-memory stages that every lane
+// fills with cp.async: kStages - 1 stages stay in flight per warp whatever the registers,
+// across row boundaries too. Rows per warp are chosen so that the whole grid is resident in
+// one wave; the first stages are requested before the wait for the previous kernel (weights
+// never depend on it), and each chunk's activations are loaded before its weights are waited
+// for (the first form, which loaded them after, was slower than gemv.cu's kernel; filling the
+// stages with bulk copies was no faster than cp.async).
+//
+// Each lane takes the columns lane * 8 + 256 k of every row, in gemv.cu's order and with its
+// arithmetic, so a row's sum has the same bits here as in gemv_kernel (the batched decode
+// kernel): a stream's logits do not depend on whether it was decoded alone or in a batch.
+// A lane copies and reads only its own 16-byte pieces of a stage, so no warp barrier is needed.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "common.cuh"
+#include "cuda/quants/tile_common.cuh"
+#include "kernels.h"
+#include "launch.cuh"
+#include "widen16.cuh"
+
+namespace hostlm::cuda {
+namespace {
+
+constexpr int kWarps = 4;  // per block
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
+}
+#endif
+
+// kChunk columns of two rows per stage; kChunk is a multiple of kStep so that every chunk
+// starts a lane on its own columns. A stage holds, for each row and each step k of the chunk,
+// the warp's 512 bytes in lane order: lane l's 16 bytes at row * kChunk * 2 + k * 512 + 16 l.
+template <typename Elem, int kChunk, int kStages>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv16_staged_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
+                         const float* x, float* y, int pairs_per_warp) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kStep = 32 * 8;  // columns a warp covers per 16-byte load of each lane
+  static_assert(kChunk % kStep == 0);
+  constexpr int kSteps = kChunk / kStep;
+  constexpr int kRowBytes = kChunk * 2;  // one row's part of a stage
+  constexpr int kStageBytes = 2 * kRowBytes;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t first_pair = (int64_t{blockIdx.x} * kWarps + warp) * pairs_per_warp;
+  const int64_t left = (rows + 1) / 2 - first_pair;
+  const int64_t n_pairs = left < 0 ? 0 : left < pairs_per_warp ? left : pairs_per_warp;
+  const auto chunks = static_cast<int>((cols + kChunk - 1) / kChunk);
+  const int64_t items = n_pairs * chunks;  // (pair, chunk) in order
+  uint8_t* ring = smem + warp * kStages * kStageBytes;
+
+  // Stage item % kStages receives this lane's pieces of item's two row chunks (a missing
+  // second row copies the first again; it is not stored).
+  const auto fetch = [&](int64_t item) {
+    const int64_t pair = first_pair + item / chunks;
+    const int64_t c0 = item % chunks * int64_t{kChunk};
+    const int64_t r0 = 2 * pair, r1 = r0 + 1 < rows ? r0 + 1 : r0;
+    uint8_t* stage = ring + static_cast<int>(item % kStages) * kStageBytes;
+    const uint8_t* src[2] = {w + row_bytes * static_cast<size_t>(r0) + c0 * 2,
+                             w + row_bytes * static_cast<size_t>(r1) + c0 * 2};
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int k = 0; k < kSteps; ++k)
+        if (c0 + k * kStep + lane * 8 < cols)
+          cp_async16(stage + r * kRowBytes + k * 512 + lane * 16, src[r] + k * 512 + lane * 16);
+  };
+  for (int64_t i = 0; i < kStages - 1; ++i) {
+    if (i < items) fetch(i);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  pdl_begin();
+
+  float acc[2] = {0.f, 0.f};
+  for (int64_t i = 0; i < items; ++i) {
+    const int chunk = static_cast<int>(i % chunks);
+    const int64_t c0 = int64_t{chunk} * kChunk;
+    const int n = static_cast<int>(cols - c0 < kChunk ? cols - c0 : kChunk);
+    // The stage this lane read in the previous item is free again: refill it.
+    if (i + kStages - 1 < items) fetch(i + kStages - 1);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    // The activations first: their latency overlaps the wait for the weights.
+    float4 a[kSteps], b[kSteps];
+#pragma unroll
+    for (int k = 0; k < kSteps; ++k) {
+      const int c = k * kStep + lane * 8;
+      const float4* xp = reinterpret_cast<const float4*>(x + c0 + (c < n ? c : 0));
+      a[k] = xp[0];
+      b[k] = xp[1];
+    }
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
+    const uint8_t* stage = ring + static_cast<int>(i % kStages) * kStageBytes;
+#pragma unroll
+    for (int k = 0; k < kSteps; ++k) {
+      if (k * kStep + lane * 8 < n) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float wv[8];
+          widen8<Elem>(*reinterpret_cast<const uint4*>(stage + r * kRowBytes + k * 512 + lane * 16),
+                       wv);
+          acc[r] += wv[0] * a[k].x + wv[1] * a[k].y + wv[2] * a[k].z + wv[3] * a[k].w +
+                    wv[4] * b[k].x + wv[5] * b[k].y + wv[6] * b[k].z + wv[7] * b[k].w;
+        }
+      }
+    }
+    if (chunk == chunks - 1) {
+      const int64_t r0 = 2 * (first_pair + i / chunks);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float sum = warp_sum(acc[r]);
+        if (lane == 0 && r0 + r < rows) y[r0 + r] = sum;
+        acc[r] = 0.f;
+      }
+    }
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
+  pdl_begin();
+#endif
+}
+
+template <typename Elem, int kChunk, int kStages>
+bool launch_ring(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x,
+                 float* y, cudaStream_t stream) {
+  const auto kernel = gemv16_staged_kernel<Elem, kChunk, kStages>;
+  constexpr size_t kSmem = size_t{kWarps} * kStages * 2 * kChunk * 2;
+  // Blocks of this kernel that fit an SM (0: it cannot be launched).
+  static const int per_sm = [kernel] {
+    int n = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmem)) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kWarps * 32, kSmem) !=
+            cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  if (per_sm < 1) return false;
+  const int64_t pairs = (rows + 1) / 2;
+  const int64_t resident_warps = int64_t{per_sm} * quants::sm_count() * kWarps;
+  const int64_t pairs_per_warp = (pairs + resident_warps - 1) / resident_warps;
+  if (pairs_per_warp > (int64_t{1} << 30)) return false;
+  const int64_t blocks = (pairs + pairs_per_warp * kWarps - 1) / (pairs_per_warp * kWarps);
+  launch_kernel(kernel, static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream, w, row_bytes,
+                rows, cols, x, y, static_cast<int>(pairs_per_warp));
+  return true;
+}
+
+template <typename Elem>
+bool launch_elem(const Gemv16Ring ring, const uint8_t* w, size_t row_bytes, int64_t rows,
+                 int64_t cols, const float* x, float* y, cudaStream_t stream) {
+  if (ring.chunk == 1024) return launch_ring<Elem, 1024, 3>(w, row_bytes, rows, cols, x, y, stream);
+  return launch_ring<Elem, 512, 6>(w, row_bytes, rows, cols, x, y, stream);
+}
+
+// Kernels using cp.async with the programmatic wait are built for sm_90 only (they were
+// measured on the H200 alone); older GPUs keep gemv.cu's kernel.
+bool ring_available() {
+  static const bool available = [] {
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return available;
+}
+
+}  // namespace
+
+// 9B BF16 tg128 on an H200, alternating in one call (session 24): 512x6 211.2 / 213.4 t/s,
+// 1024x3 210.3 / 210.6, gemv.cu's kernel 195.0 / 195.6 (1024x4 196.4 / 199.1: fewer warps fit
+// an SM).
+Gemv16Ring gemv16_ring_from_env() {
+  const char* env = std::getenv("HOSTLM_CUDA_GEMV16_RING");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return Gemv16Ring{};
+  if (env != nullptr && std::strcmp(env, "1024x3") == 0) return Gemv16Ring{1024, 3};
+  return Gemv16Ring{512, 6};
+}
+
+bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
+                   int64_t cols, const float* x, float* y, cudaStream_t stream) {
+  if (ring.chunk == 0 || !ring_available() || rows < 1 || cols < 8 || cols % 8 != 0 ||
+      row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return false;
+  const auto* base = static_cast<const uint8_t*>(w);
+  if (type == DType::BF16)
+    return launch_elem<BF16Elem>(ring, base, row_bytes, rows, cols, x, y, stream);
+  if (type == DType::F16)
+    return launch_elem<F16Elem>(ring, base, row_bytes, rows, cols, x, y, stream);
+  return false;
+}
+
+}  // namespace hostlm::cuda

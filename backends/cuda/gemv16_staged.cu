@@ -4,13 +4,14 @@
 // gemv.cu's one-token kernel holds its loads in flight in registers: a few KiB per warp, and
 // on the 9B's 4,096-row products only about 16 warps per SM, so those ran at 2.6-2.7 TB/s
 // where 12,288-row products reach 3.8. Here each warp owns consecutive row pairs and streams
-// them, chunk by chunk, through a private ring of kStages shared-memory stages that every lane
-// fills with cp.async: kStages - 1 stages stay in flight per warp whatever the registers,
-// across row boundaries too. Rows per warp are chosen so that the whole grid is resident in
-// one wave; the first stages are requested before the wait for the previous kernel (weights
-// never depend on it), and each chunk's activations are loaded before its weights are waited
-// for (the first form, which loaded them after, was slower than gemv.cu's kernel; filling the
-// stages with bulk copies was no faster than cp.async).
+// them, chunk by chunk, through a private ring of kStages shared-memory stages that every
+// lane fills with cp.async (3 stages of 1,024 columns by default): kStages - 1 stages stay in
+// flight per warp whatever the registers, across row boundaries too. Rows per warp are chosen
+// so that the whole grid is resident in one wave; the first stages are requested before the
+// wait for the previous kernel (weights never depend on it), and each chunk's activations are
+// loaded before its weights are waited for. (A first form, whose stages were filled by bulk
+// copies and whose activations were loaded after the wait, was slower than gemv.cu's kernel;
+// bulk copies with the early activation loads were not measured.)
 //
 // Each lane takes the columns lane * 8 + 256 k of every row, in gemv.cu's order and with its
 // arithmetic, so a row's sum has the same bits here as in gemv_kernel (the batched decode
@@ -162,8 +163,8 @@ bool launch_ring(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
 template <typename Elem>
 bool launch_elem(const Gemv16Ring ring, const uint8_t* w, size_t row_bytes, int64_t rows,
                  int64_t cols, const float* x, float* y, cudaStream_t stream) {
-  if (ring.chunk == 1024) return launch_ring<Elem, 1024, 3>(w, row_bytes, rows, cols, x, y, stream);
-  return launch_ring<Elem, 512, 6>(w, row_bytes, rows, cols, x, y, stream);
+  if (ring.chunk == 512) return launch_ring<Elem, 512, 6>(w, row_bytes, rows, cols, x, y, stream);
+  return launch_ring<Elem, 1024, 3>(w, row_bytes, rows, cols, x, y, stream);
 }
 
 // Kernels using cp.async with the programmatic wait are built for sm_90 only (they were
@@ -183,14 +184,15 @@ bool ring_available() {
 
 }  // namespace
 
-// 9B BF16 tg128 on an H200, alternating in one call (session 24): 512x6 211.2 / 213.4 t/s,
-// 1024x3 210.3 / 210.6, gemv.cu's kernel 195.0 / 195.6 (1024x4 196.4 / 199.1: fewer warps fit
-// an SM).
+// 9B BF16 tg128 on an H200 (session 24): 1024x3 210.3 / 210.6 t/s against gemv.cu's kernel's
+// 195.0 / 195.6, alternating in one call; 512x6 196.6 / 197.1 against 195.5 / 196.5 in another
+// (twice the items per row for the same bytes in flight); 1024x4 196.4 / 199.1 (fewer warps
+// fit an SM).
 Gemv16Ring gemv16_ring_from_env() {
   const char* env = std::getenv("HOSTLM_CUDA_GEMV16_RING");
   if (env != nullptr && std::strcmp(env, "0") == 0) return Gemv16Ring{};
-  if (env != nullptr && std::strcmp(env, "1024x3") == 0) return Gemv16Ring{1024, 3};
-  return Gemv16Ring{512, 6};
+  if (env != nullptr && std::strcmp(env, "512x6") == 0) return Gemv16Ring{512, 6};
+  return Gemv16Ring{1024, 3};
 }
 
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,

@@ -69,7 +69,7 @@ cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int6
 struct Gemv16Ring {
   int chunk = 0, stages = 0;
 };
-// HOSTLM_CUDA_GEMV16_RING: "0" (off: gemv()'s kernels), "512x6" (the default) or "1024x3".
+// HOSTLM_CUDA_GEMV16_RING: "0" (off: gemv()'s kernels), "1024x3" (the default) or "512x6".
 Gemv16Ring gemv16_ring_from_env();
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
                    int64_t cols, const float* x, float* y, cudaStream_t stream);

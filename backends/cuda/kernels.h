@@ -62,14 +62,14 @@ cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int6
                  const float* x, int64_t T, float* y, cudaStream_t stream);
 
 // gemv16_staged.cu: the one-token (T == 1) product for BF16 and F16 weights, streamed
-// through a shared-memory ring; the same bits as gemv(). `ring` is each
-// warp's ring of stages (chunk columns of two rows, `stages` of them; chunk 0: off). Returns
-// false, launching nothing, where it does not apply (before sm_90, unaligned data, other
-// types, the ring off).
+// through a shared-memory ring; the same bits as gemv(). `ring` is each warp's ring of stages
+// (chunk columns of two rows, `stages` of them; chunk 0: off). Returns false, launching
+// nothing, where it does not apply (before sm_90, unaligned data, other types, the ring off).
 struct Gemv16Ring {
   int chunk = 0, stages = 0;
 };
-// HOSTLM_CUDA_GEMV16_RING: "0" (off: gemv()'s kernels), "1024x3" (the default) or "512x6".
+// HOSTLM_CUDA_GEMV16_RING: "0" (off: gemv()'s kernels), "1024x3" (the default) or "512x6";
+// another value is reported on stderr and gives the default.
 Gemv16Ring gemv16_ring_from_env();
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
                    int64_t cols, const float* x, float* y, cudaStream_t stream);

@@ -196,6 +196,7 @@ class CudaBackend final : public Backend {
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
     if (const char* exact = std::getenv("HOSTLM_CUDA_EXACT_16BIT")) exact_16bit_ = exact[0] == '1';
     gemv16_ring_ = gemv16_ring_from_env();
+    if (const char* group = std::getenv("HOSTLM_CUDA_GEMV16_GROUP")) group16_ = group[0] != '0';
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
@@ -615,15 +616,19 @@ class CudaBackend final : public Backend {
 
   // Output i and the later ones not yet done that one launch can take with it (its quantized
   // type and width, at most kGemvGroupMax) into ws and ys, marked done; returns how many.
+  // With `group16`, BF16 and F16 matrices group too (gemv16_staged_group).
   static int same_input_group(std::span<const MatmulOut> outs, size_t i, Grouped& done,
-                              const Weight** ws, float** ys) {
+                              const Weight** ws, float** ys, bool group16 = false) {
     const Weight& wi = *outs[i].w;
     ws[0] = &wi;
     ys[0] = outs[i].y;
     done[i] = true;
     int n = 1;
-    if (quants::QuantMatmul::supports(wi.type) && wi.rows > 0)
-      for (size_t j = i + 1; j < outs.size() && n < quants::kGemvGroupMax; ++j)
+    const bool quantized = quants::QuantMatmul::supports(wi.type);
+    const bool sixteen = group16 && (wi.type == DType::BF16 || wi.type == DType::F16);
+    const int most = quantized ? quants::kGemvGroupMax : kGemv16GroupMax;
+    if ((quantized || sixteen) && wi.rows > 0)
+      for (size_t j = i + 1; j < outs.size() && n < most; ++j)
         if (!done[j] && outs[j].w->type == wi.type && outs[j].w->cols == wi.cols &&
             outs[j].w->rows > 0) {
           ws[n] = outs[j].w;
@@ -639,7 +644,8 @@ class CudaBackend final : public Backend {
       if (done[i]) continue;
       const Weight* ws[quants::kGemvGroupMax];
       float* ys[quants::kGemvGroupMax];
-      const int n = same_input_group(outs, i, done, ws, ys);
+      const int n =
+          same_input_group(outs, i, done, ws, ys, T == 1 && group16_ && gemv16_ring_.chunk > 0);
       if (n == 1) {
         matmul(*ws[0], x, T, ys[0]);
         continue;
@@ -648,8 +654,28 @@ class CudaBackend final : public Backend {
       last_writes_.start(!quant_->folds_norms());
       for (int j = 0; j < n; ++j) last_writes_.add(ys[j], static_cast<size_t>(T * ws[j]->rows));
       if (skip_matmul_group(ws, ys, n, x, T)) continue;
-      quant_->matmul_group(ws, ys, n, x, T);
+      if (quants::QuantMatmul::supports(ws[0]->type)) {
+        quant_->matmul_group(ws, ys, n, x, T);
+        continue;
+      }
+      quant_->forget_acts();
+      matmul16_group(ws, ys, n, x);
     }
+  }
+
+  // One token through BF16 or F16 matrices of one type and width: one launch of the ring
+  // (gemv16_staged.cu), or where it does not apply one gemv each.
+  void matmul16_group(const Weight* const* ws, float* const* ys, int n, const float* x) {
+    Gemv16Target targets[kGemv16GroupMax];
+    for (int j = 0; j < n; ++j) targets[j] = {ws[j]->data, ws[j]->row_bytes, ws[j]->rows, ys[j]};
+    if (gemv16_staged_group(gemv16_ring_, ws[0]->type, targets, n, ws[0]->cols, x, stream_)) {
+      check(cudaGetLastError(), "matmul (gemv16 staged group)");
+      return;
+    }
+    for (int j = 0; j < n; ++j)
+      check(gemv(ws[j]->type, ws[j]->data, ws[j]->row_bytes, ws[j]->rows, ws[j]->cols, x, 1, ys[j],
+                 stream_),
+            "matmul (gemv)");
   }
 
   // The profile tells the decode GEMV, the few-token tile product and prefill apart.
@@ -1367,6 +1393,9 @@ class CudaBackend final : public Backend {
   // as the CPU does, instead of activations rounded to the weights' type.
   bool exact_16bit_ = false;
   Gemv16Ring gemv16_ring_;  // the one-token 16-bit product's ring (kernels.h)
+  // One ring launch for 16-bit products that read the same token (HOSTLM_CUDA_GEMV16_GROUP=0
+  // launches one each).
+  bool group16_ = true;
   // BF16 parts of the activations in BF16 prefill products (HOSTLM_CUDA_BF16_PARTS=1..3; by
   // default 1, or 3 when exact). Three carry float32's whole mantissa; two are faster but
   // already miss the transformers tolerance of the tiny BF16 model (1.9e-4 of the logit

@@ -43,11 +43,29 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 // kChunk columns of two rows per stage; kChunk is a multiple of kStep so that every chunk
 // starts a lane on its own columns. A stage holds, for each row and each step k of the chunk,
 // the warp's 512 bytes in lane order: lane l's 16 bytes at row * kChunk * 2 + k * 512 + 16 l.
+// Up to kGemv16GroupMax matrices of one type and width that read the same activations; the
+// blocks of matrix j are [first[j], first[j + 1]).
+struct RingLaunch {
+  const uint8_t* w[kGemv16GroupMax];
+  size_t row_bytes[kGemv16GroupMax];
+  int64_t rows[kGemv16GroupMax];
+  float* y[kGemv16GroupMax];
+  unsigned first[kGemv16GroupMax + 1];
+  int n;
+  int pairs_per_warp;
+};
+
 template <typename Elem, int kChunk, int kStages>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv16_staged_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
-                         const float* x, float* y, int pairs_per_warp) {
+    gemv16_staged_kernel(const RingLaunch l, int64_t cols, const float* x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  int j = 0;
+  while (j + 1 < l.n && blockIdx.x >= l.first[j + 1]) ++j;
+  const uint8_t* w = l.w[j];
+  const size_t row_bytes = l.row_bytes[j];
+  const int64_t rows = l.rows[j];
+  float* y = l.y[j];
+  const int pairs_per_warp = l.pairs_per_warp;
   constexpr int kStep = 32 * 8;  // columns a warp covers per 16-byte load of each lane
   static_assert(kChunk % kStep == 0);
   constexpr int kSteps = kChunk / kStep;
@@ -55,7 +73,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   constexpr int kStageBytes = 2 * kRowBytes;
   extern __shared__ __align__(128) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t first_pair = (int64_t{blockIdx.x} * kWarps + warp) * pairs_per_warp;
+  const int64_t first_pair = (int64_t{blockIdx.x - l.first[j]} * kWarps + warp) * pairs_per_warp;
   const int64_t left = (rows + 1) / 2 - first_pair;
   const int64_t n_pairs = left < 0 ? 0 : left < pairs_per_warp ? left : pairs_per_warp;
   const auto chunks = static_cast<int>((cols + kChunk - 1) / kChunk);
@@ -133,38 +151,53 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <typename Elem, int kChunk, int kStages>
-bool launch_ring(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x,
-                 float* y, cudaStream_t stream) {
+bool launch_ring(const Gemv16Target* targets, int n, int64_t cols, const float* x,
+                 cudaStream_t stream) {
   const auto kernel = gemv16_staged_kernel<Elem, kChunk, kStages>;
   constexpr size_t kSmem = size_t{kWarps} * kStages * 2 * kChunk * 2;
   // Blocks of this kernel that fit an SM (0: it cannot be launched).
   static const int per_sm = [kernel] {
-    int n = 0;
+    int blocks = 0;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kSmem)) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kWarps * 32, kSmem) !=
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, kSmem) !=
             cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
-    return n;
+    return blocks;
   }();
   if (per_sm < 1) return false;
-  const int64_t pairs = (rows + 1) / 2;
+  // One wave for the pairs of all the matrices together.
+  int64_t pairs = 0;
+  for (int j = 0; j < n; ++j) pairs += (targets[j].rows + 1) / 2;
   const int64_t resident_warps = int64_t{per_sm} * quants::sm_count() * kWarps;
   const int64_t pairs_per_warp = (pairs + resident_warps - 1) / resident_warps;
   if (pairs_per_warp > (int64_t{1} << 30)) return false;
-  const int64_t blocks = (pairs + pairs_per_warp * kWarps - 1) / (pairs_per_warp * kWarps);
-  launch_kernel(kernel, static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream, w, row_bytes,
-                rows, cols, x, y, static_cast<int>(pairs_per_warp));
+  RingLaunch l{};
+  l.n = n;
+  l.pairs_per_warp = static_cast<int>(pairs_per_warp);
+  int64_t blocks = 0;
+  for (int j = 0; j < n; ++j) {
+    l.w[j] = static_cast<const uint8_t*>(targets[j].w);
+    l.row_bytes[j] = targets[j].row_bytes;
+    l.rows[j] = targets[j].rows;
+    l.y[j] = targets[j].y;
+    l.first[j] = static_cast<unsigned>(blocks);
+    const int64_t pairs_j = (targets[j].rows + 1) / 2;
+    blocks += (pairs_j + pairs_per_warp * kWarps - 1) / (pairs_per_warp * kWarps);
+  }
+  l.first[n] = static_cast<unsigned>(blocks);
+  if (blocks > (int64_t{1} << 31) - 1) return false;
+  launch_kernel(kernel, static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream, l, cols, x);
   return true;
 }
 
 template <typename Elem>
-bool launch_elem(const Gemv16Ring ring, const uint8_t* w, size_t row_bytes, int64_t rows,
-                 int64_t cols, const float* x, float* y, cudaStream_t stream) {
-  if (ring.chunk == 512) return launch_ring<Elem, 512, 6>(w, row_bytes, rows, cols, x, y, stream);
-  return launch_ring<Elem, 1024, 3>(w, row_bytes, rows, cols, x, y, stream);
+bool launch_elem(const Gemv16Ring ring, const Gemv16Target* targets, int n, int64_t cols,
+                 const float* x, cudaStream_t stream) {
+  if (ring.chunk == 512) return launch_ring<Elem, 512, 6>(targets, n, cols, x, stream);
+  return launch_ring<Elem, 1024, 3>(targets, n, cols, x, stream);
 }
 
 // Kernels using cp.async with the programmatic wait are built for sm_90 only (they were
@@ -200,18 +233,24 @@ Gemv16Ring gemv16_ring_from_env() {
   return Gemv16Ring{1024, 3};
 }
 
+bool gemv16_staged_group(Gemv16Ring ring, DType type, const Gemv16Target* targets, int n,
+                         int64_t cols, const float* x, cudaStream_t stream) {
+  if (ring.chunk == 0 || !ring_available() || n < 1 || n > kGemv16GroupMax || cols < 8 ||
+      cols % 8 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return false;
+  for (int j = 0; j < n; ++j)
+    if (targets[j].rows < 1 || targets[j].row_bytes % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(targets[j].w) % 16 != 0)
+      return false;
+  if (type == DType::BF16) return launch_elem<BF16Elem>(ring, targets, n, cols, x, stream);
+  if (type == DType::F16) return launch_elem<F16Elem>(ring, targets, n, cols, x, stream);
+  return false;
+}
+
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
                    int64_t cols, const float* x, float* y, cudaStream_t stream) {
-  if (ring.chunk == 0 || !ring_available() || rows < 1 || cols < 8 || cols % 8 != 0 ||
-      row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0)
-    return false;
-  const auto* base = static_cast<const uint8_t*>(w);
-  if (type == DType::BF16)
-    return launch_elem<BF16Elem>(ring, base, row_bytes, rows, cols, x, y, stream);
-  if (type == DType::F16)
-    return launch_elem<F16Elem>(ring, base, row_bytes, rows, cols, x, y, stream);
-  return false;
+  const Gemv16Target target{w, row_bytes, rows, y};
+  return gemv16_staged_group(ring, type, &target, 1, cols, x, stream);
 }
 
 }  // namespace hostlm::cuda

@@ -73,6 +73,17 @@ struct Gemv16Ring {
 Gemv16Ring gemv16_ring_from_env();
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
                    int64_t cols, const float* x, float* y, cudaStream_t stream);
+// The same for up to kGemv16GroupMax matrices of one type and `cols` that read the same x, in
+// one launch (one ramp-up and drain instead of one each); each row's bits as alone.
+constexpr int kGemv16GroupMax = 4;
+struct Gemv16Target {
+  const void* w;
+  size_t row_bytes;
+  int64_t rows;
+  float* y;
+};
+bool gemv16_staged_group(Gemv16Ring ring, DType type, const Gemv16Target* targets, int n,
+                         int64_t cols, const float* x, cudaStream_t stream);
 
 // bf16_split.cu: out[p][i] (parts arrays of n bfloat16, one after another) such that
 // sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.

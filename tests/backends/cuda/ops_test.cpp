@@ -182,6 +182,49 @@ TEST_F(CudaOps, OneToken16BitRingsEqualTheBatchedKernelBitForBit) {
   }
 }
 
+// One token through several 16-bit matrices that read the same input (one launch of the ring
+// for the group) gives each matrix the bits of its product alone, with the ring and without.
+TEST_F(CudaOps, GroupedOneToken16BitProductsEqualEachAlone) {
+  const testing::RestoreEnv restore{"HOSTLM_CUDA_GEMV16_RING"};
+  const int64_t cols = 2048 + 8;
+  const int64_t row_counts[] = {301, 37, 4501};
+  for (const char* ring : {"1024x3", "0"}) {
+    setenv("HOSTLM_CUDA_GEMV16_RING", ring, 1);
+    std::string why;
+    std::unique_ptr<Backend> gpu = testing::cuda_backend_or_reason(why);
+    ASSERT_NE(gpu, nullptr) << why;
+    for (DType type : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string("ring ") + ring + ", " + std::string(dtype_name(type)));
+      std::vector<std::vector<uint8_t>> bytes;
+      std::vector<Weight> ws;
+      for (int64_t rows : row_counts) {
+        bytes.push_back(store_as(type, random(static_cast<size_t>(rows * cols))));
+        ws.push_back(gpu->load_weight(weight_view(type, rows, cols, bytes.back())));
+      }
+      const std::vector<float> x = random(static_cast<size_t>(cols));
+      auto xd = gpu->alloc(x.size());
+      gpu->upload(xd->data(), x.data(), x.size());
+      std::vector<std::unique_ptr<Buffer>> grouped, alone;
+      std::vector<MatmulOut> outs;
+      for (size_t j = 0; j < ws.size(); ++j) {
+        grouped.push_back(gpu->alloc(static_cast<size_t>(ws[j].rows)));
+        alone.push_back(gpu->alloc(static_cast<size_t>(ws[j].rows)));
+        outs.push_back({&ws[j], grouped.back()->data()});
+        gpu->matmul(ws[j], xd->data(), 1, alone.back()->data());
+      }
+      gpu->matmul_same_input(outs, xd->data(), 1);
+      for (size_t j = 0; j < ws.size(); ++j) {
+        std::vector<float> a(static_cast<size_t>(ws[j].rows)), b(a.size());
+        gpu->download(a.data(), grouped[j]->data(), a.size());
+        gpu->download(b.data(), alone[j]->data(), b.size());
+        for (size_t r = 0; r < a.size(); ++r)
+          ASSERT_EQ(std::memcmp(&a[r], &b[r], sizeof(float)), 0)
+              << "matrix " << j << " row " << r << ": " << a[r] << " grouped, " << b[r] << " alone";
+      }
+    }
+  }
+}
+
 TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {
   const int64_t rows = 50, cols = 24;
   const std::vector<int32_t> tokens = {0, 7, 49, 7, 3};

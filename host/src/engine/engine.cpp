@@ -192,10 +192,17 @@ struct Engine::Impl {
 
   // See EngineOptions::warm_up. A prompt of one prefill chunk takes the prefill paths at the
   // shapes most prompts use (cuBLAS loads a kernel on the first call of each shape); the
-  // decode steps take the recorded one.
+  // decode steps take the recorded one. It runs in the engine's own pool and state slots when
+  // they hold it: a sequence of its own would hold a second set of recurrent states (48 MiB on
+  // the 9B) and KV pages on the GPU for a moment, above what the engine keeps.
   void warm_up() {
     const int64_t prompt = std::min(options.prefill_chunk, model.max_batch_tokens());
-    auto seq = model.new_sequence(prompt + 2);
+    std::unique_ptr<Sequence> seq;
+    if (auto pooled = std::make_unique<KvSequence>(*pool, *running_slots, prompt + 2);
+        pooled->reserve(pages_for(prompt + 2)))
+      seq = std::move(pooled);
+    else
+      seq = model.new_sequence(prompt + 2);
     std::vector<int32_t> tokens(static_cast<size_t>(prompt), 0);
     std::vector<float> logits(static_cast<size_t>(model.info().n_vocab));
     model.eval(*seq, tokens, false, logits);

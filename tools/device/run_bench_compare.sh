@@ -19,7 +19,7 @@
 #   LLAMA_ARGS="..."    llama-bench's other options (default: -ngl 99 -fa 1)
 #   STEP_TIMEOUT=600    seconds before one step (one engine, file and depth) is stopped
 #   RESULTS=DIR         (default: $OUT when set, else /tmp/hostlm-bench-compare)
-#   GPU=0               the nvidia-smi index to sample     POLL_MS=200  its sampling period
+#   GPU=0               the nvidia-smi index to sample     POLL_MS=20   its sampling period
 # A step that fails or runs out of time does not stop the script: its tests read "failed" or
 # "timeout" in the table (with the log named below it), and the script ends with status 3
 # once the summary is written. Bad arguments or a missing build stop it at once.
@@ -50,7 +50,7 @@ llama_args=${LLAMA_ARGS:--ngl 99 -fa 1}
 step_timeout=${STEP_TIMEOUT:-600}
 results=${RESULTS:-${OUT:-/tmp/hostlm-bench-compare}}
 gpu=${GPU:-0}
-poll_ms=${POLL_MS:-200}
+poll_ms=${POLL_MS:-20}
 raw=$results/raw
 manifest=$raw/steps.tsv
 

@@ -40,11 +40,9 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 }
 #endif
 
-// kChunk columns of two rows per stage; kChunk is a multiple of kStep so that every chunk
-// starts a lane on its own columns. A stage holds, for each row and each step k of the chunk,
-// the warp's 512 bytes in lane order: lane l's 16 bytes at row * kChunk * 2 + k * 512 + 16 l.
 // Up to kGemv16GroupMax matrices of one type and width that read the same activations; the
-// blocks of matrix j are [first[j], first[j + 1]).
+// blocks of matrix j are [first[j], first[j + 1]), and every warp takes pairs_per_warp row
+// pairs of its matrix.
 struct RingLaunch {
   const uint8_t* w[kGemv16GroupMax];
   size_t row_bytes[kGemv16GroupMax];
@@ -55,6 +53,9 @@ struct RingLaunch {
   int pairs_per_warp;
 };
 
+// kChunk columns of two rows per stage; kChunk is a multiple of kStep so that every chunk
+// starts a lane on its own columns. A stage holds, for each row and each step k of the chunk,
+// the warp's 512 bytes in lane order: lane l's 16 bytes at row * kChunk * 2 + k * 512 + 16 l.
 template <typename Elem, int kChunk, int kStages>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv16_staged_kernel(const RingLaunch l, int64_t cols, const float* x) {

@@ -7,7 +7,6 @@ set. Exits with 77 (ctest: skipped) when this build has no `hostlm serve`.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,10 +41,17 @@ def server_missing_reason():
     return None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def listening_address(log):
+    """The address `hostlm serve --log-format json` says it listens on, or None yet."""
+    log.seek(0)
+    for line in log.read().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line not from the logger
+        if record.get("msg") == "listening":
+            return record.get("address")
+    return None
 
 
 class ServerWorkflowTest(unittest.TestCase):
@@ -55,25 +61,30 @@ class ServerWorkflowTest(unittest.TestCase):
         cls.store = store_fixture.make_store(os.path.join(cls.tmp, "store"), TINY, BUILD)
         os.environ["HOSTLM_MODELS"] = cls.store.root
         os.environ["OLLAMA_MODELS"] = os.path.join(cls.tmp, "no-ollama-store")
-        port = free_port()
-        cls.url = f"http://127.0.0.1:{port}"
-        env = dict(os.environ, HOSTLM_HOST=f"127.0.0.1:{port}")
+        # Port 0 and the address the server logs: a port picked here and bound later could be
+        # taken in between by a test running beside this one.
+        env = dict(os.environ)
+        env.pop("HOSTLM_HOST", None)
         cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
-        cls.server = subprocess.Popen([HOSTLM, "serve"], env=env, stdout=cls.log,
-                                      stderr=subprocess.STDOUT)
+        cls.server = subprocess.Popen(
+            [HOSTLM, "serve", "--host", "127.0.0.1:0", "--log-format", "json"], env=env,
+            stdout=cls.log, stderr=subprocess.STDOUT)
+        cls.url = None
         deadline = time.monotonic() + 60
         while True:
+            cls.url = cls.url or listening_address(cls.log)
             try:
-                with urllib.request.urlopen(cls.url + "/", timeout=2) as r:
-                    if r.status == 200:
-                        break
+                if cls.url:
+                    with urllib.request.urlopen(cls.url + "/", timeout=2) as r:
+                        if r.status == 200:
+                            break
             except OSError:
                 pass
             if cls.server.poll() is not None or time.monotonic() > deadline:
                 cls.log.seek(0)
                 output = cls.log.read()
                 cls.tearDownClass()
-                raise RuntimeError(f"hostlm serve did not come up on {cls.url}:\n{output}")
+                raise RuntimeError(f"hostlm serve did not come up (address {cls.url}):\n{output}")
             time.sleep(0.2)
         cls.package = comfy.load_custom_node(PACKAGE)
         cls.nodes = cls.package.NODE_CLASS_MAPPINGS

@@ -199,6 +199,10 @@ class CudaBackend final : public Backend {
     if (const char* group = std::getenv("HOSTLM_CUDA_GEMV16_GROUP")) group16_ = group[0] != '0';
     if (const char* best = std::getenv("HOSTLM_CUDA_BEST_LOGITS")) best_logits_on_ = best[0] != '0';
     if (const char* conv = std::getenv("HOSTLM_CUDA_FUSE_CONV")) fuse_conv_ = conv[0] != '0';
+    if (const char* conv16 = std::getenv("HOSTLM_CUDA_FUSE_CONV16"))
+      fuse_conv16_ = conv16[0] == '1';
+    if (const char* swiglu = std::getenv("HOSTLM_CUDA_FUSE_SWIGLU"))
+      fuse_swiglu_ = swiglu[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
     if (const char* store = std::getenv("HOSTLM_CUDA_QK_STORE")) qk_store_ = store[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
@@ -573,23 +577,26 @@ class CudaBackend final : public Backend {
 
   // One decoding sequence: the convolution runs in the epilogue of the one-token product of
   // the first matrix's group (ConvStep), which saves its launch (one a delta-rule layer).
-  // HOSTLM_CUDA_FUSE_CONV=0 launches it apart.
+  // HOSTLM_CUDA_FUSE_CONV=0 launches it apart. For 16-bit matrices only with
+  // HOSTLM_CUDA_FUSE_CONV16=1: in the ring it made the 9B BF16 step longer (4,365 -> 4,385 us,
+  // session 26), the channel's loads at each row pair's start costing more than the launch.
   void matmul_same_input_conv1d(std::span<const MatmulOut> outs, const float* x, int64_t T,
                                 std::span<const SequenceSlice> seqs, int64_t channels, int64_t K,
                                 const float* weight, float* conv_out) override {
     Grouped done{};
+    const bool sixteen = fuse_conv16_ && !outs.empty() && one_token_ring(*outs[0].w);
     if (!fuse_conv_ || outs.empty() || outs.size() > done.size() || T != 1 || seqs.size() != 1 ||
-        seqs[0].T != 1 || seqs[0].row != 0 || K < 1 || K > quants::kFusedConvMaxK ||
-        outs[0].w->rows != channels || !quants::QuantMatmul::supports(outs[0].w->type) ||
-        !quant_->groups(1))
+        seqs[0].T != 1 || seqs[0].row != 0 || K < 1 || K > kFusedConvMaxK ||
+        outs[0].w->rows != channels ||
+        !(sixteen || (quants::QuantMatmul::supports(outs[0].w->type) && quant_->groups(1))))
       return Backend::matmul_same_input_conv1d(outs, x, T, seqs, channels, K, weight, conv_out);
     const Weight* ws[quants::kGemvGroupMax];
     float* ys[quants::kGemvGroupMax];
-    const int n = same_input_group(outs, 0, done, ws, ys);
+    const int n = same_input_group(outs, 0, done, ws, ys, sixteen);
     {
       const auto timed = profile_->scope("matmul (gemv) + conv1d");
       const float* w = host_array(weight, static_cast<size_t>(channels * K));
-      const quants::ConvStep conv{w, seqs[0].conv_state, conv_out, channels, static_cast<int>(K)};
+      const ConvStep conv{w, seqs[0].conv_state, conv_out, channels, static_cast<int>(K)};
       // The fused launch, or the product and the convolution after it: the convolution's
       // writes are the last either way, the products' too when fused.
       last_writes_.start(!quant_->folds_norms());
@@ -597,8 +604,12 @@ class CudaBackend final : public Backend {
       last_writes_.add(conv_out, static_cast<size_t>(channels));
       last_writes_.add(seqs[0].conv_state, static_cast<size_t>((K - 1) * channels));
       if (!skip_matmul_group_conv(ws, ys, n, x, conv) &&
-          !quant_->matmul_group_conv(ws, ys, n, x, conv)) {
-        quant_->matmul_group(ws, ys, n, x, T);
+          !(sixteen ? matmul16_group(ws, ys, n, x, {&conv, false})
+                    : quant_->matmul_group_conv(ws, ys, n, x, conv))) {
+        if (sixteen)
+          matmul16_group(ws, ys, n, x);
+        else
+          quant_->matmul_group(ws, ys, n, x, T);
         cuda::RecurrentSeqs one;
         one.n = 1;
         one.T[0] = 1;
@@ -609,6 +620,38 @@ class CudaBackend final : public Backend {
       }
     }
     matmul_groups(outs, x, T, done);  // the other types and widths
+  }
+
+  // One decoding sequence through 16-bit gate and up matrices: the SwiGLU runs where a warp
+  // of the ring (gemv16_staged.cu) has both sums of a row, which saves the swiglu launch of
+  // every MLP: 9B BF16 step 4,445-4,470 -> 4,365-4,367 us (session 26).
+  // HOSTLM_CUDA_FUSE_SWIGLU=0 launches it apart. (The same epilogue in the quantized one-token
+  // product made the 9B Q8_0 step longer, 2,483 -> 2,544 us, so it is not there.)
+  void matmul_swiglu(const Weight& w_gate, const Weight& w_up, const float* x, int64_t T,
+                     float* gate, float* up) override {
+    if (!fuse_swiglu_ || T != 1 || !one_token_ring(w_gate) || w_up.type != w_gate.type ||
+        w_up.rows != w_gate.rows || w_up.cols != w_gate.cols || w_up.row_bytes != w_gate.row_bytes)
+      return Backend::matmul_swiglu(w_gate, w_up, x, T, gate, up);
+    const auto timed = profile_->scope("matmul (gemv) + swiglu");
+    const auto rows = static_cast<size_t>(w_gate.rows);
+    // The fused launch, or the products and the SwiGLU after them; the SwiGLU's writes last.
+    last_writes_.start(!quant_->folds_norms());
+    last_writes_.add(gate, rows);
+    last_writes_.add(up, rows);
+    const Weight* ws[2] = {&w_gate, &w_up};
+    float* ys[2] = {gate, up};
+    const bool replay = skip_matmul_group(ws, ys, 2, x, 1);
+    if (skip(kMatmulSwiglu, fuse_swiglu_) || replay) return;
+    quant_->forget_acts();
+    if (matmul16_group(ws, ys, 2, x, {nullptr, true})) return;
+    matmul16_group(ws, ys, 2, x);
+    const cuda::Int8ActsOut acts = quant_->produce_acts(gate, static_cast<int64_t>(rows));
+    check(cuda::swiglu(gate, up, gate, rows, stream_, acts), "swiglu");
+  }
+
+  // Whether a one-token product of w goes through the 16-bit ring, grouped.
+  bool one_token_ring(const Weight& w) const {
+    return (w.type == DType::BF16 || w.type == DType::F16) && group16_ && gemv16_ring_.chunk > 0;
   }
 
   // Which outputs of a matmul_same_input call have been multiplied.
@@ -664,18 +707,23 @@ class CudaBackend final : public Backend {
   }
 
   // One token through BF16 or F16 matrices of one type and width: one launch of the ring
-  // (gemv16_staged.cu), or where it does not apply one gemv each.
-  void matmul16_group(const Weight* const* ws, float* const* ys, int n, const float* x) {
+  // (gemv16_staged.cu), or where it does not apply one gemv each. With an epilogue, only the
+  // ring's launch: false where it does not apply.
+  bool matmul16_group(const Weight* const* ws, float* const* ys, int n, const float* x,
+                      Gemv16Epilogue epilogue = {}) {
     Gemv16Target targets[kGemv16GroupMax];
     for (int j = 0; j < n; ++j) targets[j] = {ws[j]->data, ws[j]->row_bytes, ws[j]->rows, ys[j]};
-    if (gemv16_staged_group(gemv16_ring_, ws[0]->type, targets, n, ws[0]->cols, x, stream_)) {
+    if (gemv16_staged_group(gemv16_ring_, ws[0]->type, targets, n, ws[0]->cols, x, stream_,
+                            epilogue)) {
       check(cudaGetLastError(), "matmul (gemv16 staged group)");
-      return;
+      return true;
     }
+    if (epilogue.conv != nullptr || epilogue.swiglu) return false;
     for (int j = 0; j < n; ++j)
       check(gemv(ws[j]->type, ws[j]->data, ws[j]->row_bytes, ws[j]->rows, ws[j]->cols, x, 1, ys[j],
                  stream_),
             "matmul (gemv)");
+    return true;
   }
 
   // The profile tells the decode GEMV, the few-token tile product and prefill apart.
@@ -1053,7 +1101,8 @@ class CudaBackend final : public Backend {
     kQkNormRope,
     kMatmulGroupConv,
     kDeltaRuleNorm,
-    kQkNormRopeStore
+    kQkNormRopeStore,
+    kMatmulSwiglu
   };
 
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
@@ -1110,7 +1159,7 @@ class CudaBackend final : public Backend {
   }
   // The same with the convolution of the first matrix's rows.
   bool skip_matmul_group_conv(const Weight* const* ws, float* const* ys, int n, const float* x,
-                              const quants::ConvStep& conv) {
+                              const ConvStep& conv) {
     if (mode_ == UploadMode::live) return false;
     skip_matmul_group(ws, ys, n, x, 1);
     step_.op(kMatmulGroupConv, conv.weight, conv.state, conv.out, conv.channels, conv.K);
@@ -1366,8 +1415,10 @@ class CudaBackend final : public Backend {
   // Backend::best_logits_rows: device state and results, and their pinned host copy. On
   // unless HOSTLM_CUDA_BEST_LOGITS=0 (for comparisons).
   bool best_logits_on_ = true;
-  bool fuse_conv_ = true;   // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
-  bool delta_norm_ = true;  // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  bool fuse_conv_ = true;     // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
+  bool fuse_conv16_ = false;  // HOSTLM_CUDA_FUSE_CONV16=1: and for 16-bit matrices (slower)
+  bool fuse_swiglu_ = true;   // HOSTLM_CUDA_FUSE_SWIGLU=0: the 16-bit decode SwiGLU launched apart
+  bool delta_norm_ = true;    // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
   static constexpr size_t kDeltaNormMaxSeqs = 8;
   bool qk_store_ = true;     // HOSTLM_CUDA_QK_STORE=0: kv_store launched after qk_norm_rope
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines

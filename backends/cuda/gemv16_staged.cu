@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "common.cuh"
+#include "conv_step.cuh"
 #include "cuda/quants/tile_common.cuh"
 #include "kernels.h"
 #include "launch.cuh"
@@ -42,7 +43,8 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 
 // Up to kGemv16GroupMax matrices of one type and width that read the same activations; the
 // blocks of matrix j are [first[j], first[j + 1]), and every warp takes pairs_per_warp row
-// pairs of its matrix.
+// pairs of its matrix. With the SwiGLU epilogue there is one range (n 1) over the gate's rows,
+// and pair p is row p of the gate (w[0]) and of the up matrix (w[1]).
 struct RingLaunch {
   const uint8_t* w[kGemv16GroupMax];
   size_t row_bytes[kGemv16GroupMax];
@@ -51,12 +53,17 @@ struct RingLaunch {
   unsigned first[kGemv16GroupMax + 1];
   int n;
   int pairs_per_warp;
+  ConvStep conv;  // kConvRows: matrix 0's rows
 };
+
+// What a row's sum becomes (Gemv16Epilogue): y, matrix 0's rows through the convolution's
+// step, or the gate's and up's sums of a pair through SwiGLU.
+enum RingEpilogue { kPlainRows, kConvRows, kSwigluPairs };
 
 // kChunk columns of two rows per stage; kChunk is a multiple of kStep so that every chunk
 // starts a lane on its own columns. A stage holds, for each row and each step k of the chunk,
 // the warp's 512 bytes in lane order: lane l's 16 bytes at row * kChunk * 2 + k * 512 + 16 l.
-template <typename Elem, int kChunk, int kStages>
+template <typename Elem, int kChunk, int kStages, RingEpilogue kEpilogue>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv16_staged_kernel(const RingLaunch l, int64_t cols, const float* x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -75,7 +82,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   extern __shared__ __align__(128) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t first_pair = (int64_t{blockIdx.x - l.first[j]} * kWarps + warp) * pairs_per_warp;
-  const int64_t left = (rows + 1) / 2 - first_pair;
+  constexpr bool kSwiglu = kEpilogue == kSwigluPairs;
+  const int64_t left = (kSwiglu ? rows : (rows + 1) / 2) - first_pair;
   const int64_t n_pairs = left < 0 ? 0 : left < pairs_per_warp ? left : pairs_per_warp;
   const auto chunks = static_cast<int>((cols + kChunk - 1) / kChunk);
   const int64_t items = n_pairs * chunks;  // (pair, chunk) in order
@@ -86,10 +94,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   const auto fetch = [&](int64_t item) {
     const int64_t pair = first_pair + item / chunks;
     const int64_t c0 = item % chunks * int64_t{kChunk};
-    const int64_t r0 = 2 * pair, r1 = r0 + 1 < rows ? r0 + 1 : r0;
+    const int64_t r0 = kSwiglu ? pair : 2 * pair;
+    const int64_t r1 = kSwiglu ? pair : r0 + 1 < rows ? r0 + 1 : r0;
     uint8_t* stage = ring + static_cast<int>(item % kStages) * kStageBytes;
     const uint8_t* src[2] = {w + row_bytes * static_cast<size_t>(r0) + c0 * 2,
-                             w + row_bytes * static_cast<size_t>(r1) + c0 * 2};
+                             (kSwiglu ? l.w[1] : w) + row_bytes * static_cast<size_t>(r1) + c0 * 2};
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
@@ -103,10 +112,18 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   pdl_begin();
 
+  // kConvRows: lanes 0 and 1 hold the channels of the pair's rows, loaded as the pair begins.
+  const bool conv_rows = kEpilogue == kConvRows && j == 0;
+  ConvChannel<kFusedConvMaxK> channel;
   float acc[2] = {0.f, 0.f};
   for (int64_t i = 0; i < items; ++i) {
     const int chunk = static_cast<int>(i % chunks);
     const int64_t c0 = int64_t{chunk} * kChunk;
+    if (conv_rows && chunk == 0) {
+      const int64_t c = 2 * (first_pair + i / chunks) + lane;
+      if (lane < 2 && c < rows)
+        channel.load(l.conv.weight, l.conv.state, l.conv.channels, l.conv.K, c);
+    }
     const int n = static_cast<int>(cols - c0 < kChunk ? cols - c0 : kChunk);
     // The stage this lane read in the previous item is free again: refill it.
     if (i + kStages - 1 < items) fetch(i + kStages - 1);
@@ -136,12 +153,23 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
     if (chunk == chunks - 1) {
-      const int64_t r0 = 2 * (first_pair + i / chunks);
+      const int64_t pair = first_pair + i / chunks, r0 = 2 * pair;
+      float sum[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const float sum = warp_sum(acc[r]);
-        if (lane == 0 && r0 + r < rows) y[r0 + r] = sum;
+        sum[r] = warp_sum(acc[r]);
         acc[r] = 0.f;
+      }
+      if (kSwiglu) {
+        if (lane == 0) y[pair] = silu(sum[0]) * sum[1];  // as swiglu() computes it
+      } else if (conv_rows) {
+        if (lane < 2 && r0 + lane < rows)
+          l.conv.out[r0 + lane] = channel.step(l.conv.state, l.conv.channels, l.conv.K, r0 + lane,
+                                               lane == 0 ? sum[0] : sum[1]);
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          if (lane == 0 && r0 + r < rows) y[r0 + r] = sum[r];
       }
     }
   }
@@ -151,10 +179,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 #endif
 }
 
-template <typename Elem, int kChunk, int kStages>
+template <typename Elem, int kChunk, int kStages, RingEpilogue kEpilogue>
 bool launch_ring(const Gemv16Target* targets, int n, int64_t cols, const float* x,
-                 cudaStream_t stream) {
-  const auto kernel = gemv16_staged_kernel<Elem, kChunk, kStages>;
+                 const ConvStep* conv, cudaStream_t stream) {
+  const auto kernel = gemv16_staged_kernel<Elem, kChunk, kStages, kEpilogue>;
   constexpr size_t kSmem = size_t{kWarps} * kStages * 2 * kChunk * 2;
   // Blocks of this kernel that fit an SM (0: it cannot be launched).
   static const int per_sm = [kernel] {
@@ -169,36 +197,51 @@ bool launch_ring(const Gemv16Target* targets, int n, int64_t cols, const float* 
     return blocks;
   }();
   if (per_sm < 1) return false;
-  // One wave for the pairs of all the matrices together.
+  // One wave for the pairs of all the matrices together. The SwiGLU's pairs are rows of gate
+  // and up: one range.
+  constexpr bool kSwiglu = kEpilogue == kSwigluPairs;
+  const auto pairs_of = [](int64_t rows) { return kSwiglu ? rows : (rows + 1) / 2; };
   int64_t pairs = 0;
-  for (int j = 0; j < n; ++j) pairs += (targets[j].rows + 1) / 2;
+  for (int j = 0; j < n; ++j) pairs += pairs_of(targets[j].rows);
   const int64_t resident_warps = int64_t{per_sm} * quants::sm_count() * kWarps;
   const int64_t pairs_per_warp = (pairs + resident_warps - 1) / resident_warps;
   if (pairs_per_warp > (int64_t{1} << 30)) return false;
   RingLaunch l{};
-  l.n = n;
+  l.n = kSwiglu ? 1 : n;
   l.pairs_per_warp = static_cast<int>(pairs_per_warp);
+  if (conv != nullptr) l.conv = *conv;
   int64_t blocks = 0;
   for (int j = 0; j < n; ++j) {
     l.w[j] = static_cast<const uint8_t*>(targets[j].w);
     l.row_bytes[j] = targets[j].row_bytes;
     l.rows[j] = targets[j].rows;
     l.y[j] = targets[j].y;
+    if (j >= l.n) continue;
     l.first[j] = static_cast<unsigned>(blocks);
-    const int64_t pairs_j = (targets[j].rows + 1) / 2;
-    blocks += (pairs_j + pairs_per_warp * kWarps - 1) / (pairs_per_warp * kWarps);
+    blocks += (pairs_of(targets[j].rows) + pairs_per_warp * kWarps - 1) / (pairs_per_warp * kWarps);
   }
-  l.first[n] = static_cast<unsigned>(blocks);
+  l.first[l.n] = static_cast<unsigned>(blocks);
   if (blocks > (int64_t{1} << 31) - 1) return false;
   launch_kernel(kernel, static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream, l, cols, x);
   return true;
 }
 
+template <typename Elem, RingEpilogue kEpilogue>
+bool launch_epilogue(const Gemv16Ring ring, const Gemv16Target* targets, int n, int64_t cols,
+                     const float* x, const ConvStep* conv, cudaStream_t stream) {
+  if (ring.chunk == 512)
+    return launch_ring<Elem, 512, 6, kEpilogue>(targets, n, cols, x, conv, stream);
+  return launch_ring<Elem, 1024, 3, kEpilogue>(targets, n, cols, x, conv, stream);
+}
+
 template <typename Elem>
 bool launch_elem(const Gemv16Ring ring, const Gemv16Target* targets, int n, int64_t cols,
-                 const float* x, cudaStream_t stream) {
-  if (ring.chunk == 512) return launch_ring<Elem, 512, 6>(targets, n, cols, x, stream);
-  return launch_ring<Elem, 1024, 3>(targets, n, cols, x, stream);
+                 const float* x, Gemv16Epilogue e, cudaStream_t stream) {
+  if (e.swiglu)
+    return launch_epilogue<Elem, kSwigluPairs>(ring, targets, n, cols, x, nullptr, stream);
+  if (e.conv != nullptr)
+    return launch_epilogue<Elem, kConvRows>(ring, targets, n, cols, x, e.conv, stream);
+  return launch_epilogue<Elem, kPlainRows>(ring, targets, n, cols, x, nullptr, stream);
 }
 
 // Kernels using cp.async with the programmatic wait are built for sm_90 only (they were
@@ -235,16 +278,25 @@ Gemv16Ring gemv16_ring_from_env() {
 }
 
 bool gemv16_staged_group(Gemv16Ring ring, DType type, const Gemv16Target* targets, int n,
-                         int64_t cols, const float* x, cudaStream_t stream) {
+                         int64_t cols, const float* x, cudaStream_t stream,
+                         Gemv16Epilogue epilogue) {
   if (ring.chunk == 0 || !ring_available() || n < 1 || n > kGemv16GroupMax || cols < 8 ||
       cols % 8 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return false;
+  const ConvStep* conv = epilogue.conv;
+  if (conv != nullptr && (epilogue.swiglu || conv->channels != targets[0].rows || conv->K < 1 ||
+                          conv->K > kFusedConvMaxK))
+    return false;
+  if (epilogue.swiglu && (n != 2 || targets[1].rows != targets[0].rows ||
+                          targets[1].row_bytes != targets[0].row_bytes))
     return false;
   for (int j = 0; j < n; ++j)
     if (targets[j].rows < 1 || targets[j].row_bytes % 16 != 0 ||
         reinterpret_cast<uintptr_t>(targets[j].w) % 16 != 0)
       return false;
-  if (type == DType::BF16) return launch_elem<BF16Elem>(ring, targets, n, cols, x, stream);
-  if (type == DType::F16) return launch_elem<F16Elem>(ring, targets, n, cols, x, stream);
+  if (type == DType::BF16)
+    return launch_elem<BF16Elem>(ring, targets, n, cols, x, epilogue, stream);
+  if (type == DType::F16) return launch_elem<F16Elem>(ring, targets, n, cols, x, epilogue, stream);
   return false;
 }
 

@@ -61,6 +61,19 @@ constexpr int64_t kGemvMaxTokens = 8;
 cudaError_t gemv(DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                  const float* x, int64_t T, float* y, cudaStream_t stream);
 
+// The decode step of a causal conv1d + SiLU (conv1d.cu) that a one-token product applies to
+// its first matrix's rows as it writes them: row c becomes out[c], with the same bits as
+// writing y and then running conv1d_silu, and the state moves on; y[0] is not written.
+// weight: [channels, K]; state: [K-1, channels]; channels equals the first matrix's rows.
+constexpr int kFusedConvMaxK = 4;
+struct ConvStep {
+  const float* weight = nullptr;
+  float* state = nullptr;
+  float* out = nullptr;
+  int64_t channels = 0;
+  int K = 0;
+};
+
 // gemv16_staged.cu: the one-token (T == 1) product for BF16 and F16 weights, streamed
 // through a shared-memory ring; the same bits as gemv(). `ring` is each warp's ring of stages
 // (chunk columns of two rows, `stages` of them; chunk 0: off). Returns false, launching
@@ -82,8 +95,18 @@ struct Gemv16Target {
   int64_t rows;
   float* y;
 };
+// What a group's launch does with its rows' sums besides writing them: with `conv`, the
+// first target's rows are the channels of a convolution's decode step (ConvStep; that y is not
+// written); with `swiglu`, the group is an MLP's gate and up (two targets of equal rows) and
+// targets[0].y[r] = silu(gate_r) * up_r with the bits of swiglu() after the products
+// (targets[1].y is not written). At most one of them.
+struct Gemv16Epilogue {
+  const ConvStep* conv = nullptr;
+  bool swiglu = false;
+};
 bool gemv16_staged_group(Gemv16Ring ring, DType type, const Gemv16Target* targets, int n,
-                         int64_t cols, const float* x, cudaStream_t stream);
+                         int64_t cols, const float* x, cudaStream_t stream,
+                         Gemv16Epilogue epilogue = {});
 
 // bf16_split.cu: out[p][i] (parts arrays of n bfloat16, one after another) such that
 // sum_p out[p][i] carries x[i] to about 8 * parts bits; parts in 1..3.

@@ -31,19 +31,6 @@ Int8ActsOut acts_out(void* acts_scratch, int64_t n);
 cudaError_t gemv_quantized_acts(DType type, const void* w, int64_t rows, int64_t cols,
                                 const void* acts_scratch, int64_t acts_T, int64_t t0, int64_t T,
                                 float* y, cudaStream_t stream);
-// The decode step of a causal conv1d + SiLU (conv1d.cu) that a one-token product applies to
-// its first matrix's rows as it writes them: row c becomes out[c], with the same bits as
-// writing y and then running conv1d_silu, and the state moves on; y[0] is not written.
-// weight: [channels, K]; state: [K-1, channels]; channels equals the first matrix's rows.
-constexpr int kFusedConvMaxK = 4;
-struct ConvStep {
-  const float* weight = nullptr;
-  float* state = nullptr;
-  float* out = nullptr;
-  int64_t channels = 0;
-  int K = 0;
-};
-
 // gemv_quantized_acts for n <= kGemvGroupMax matrices w[j] [rows[j], cols] of one type into
 // y[j] (each [acts_T, rows[j]], tokens t0.. written), in one launch. With `conv` (one token
 // only), returns cudaErrorNotSupported without launching where the one-token product does not

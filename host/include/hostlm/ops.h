@@ -255,6 +255,16 @@ class Backend {
     matmul_same_input(outs, x, T);
     conv1d_silu_seqs(seqs, outs[0].y, channels, K, weight, conv_out);
   }
+  // An MLP's gate and up products and their SwiGLU: matmul_same_input({{&w_gate, gate},
+  // {&w_up, up}}, x, T), then swiglu(gate, up, gate, T * w_gate.rows), which is what the
+  // default does. One call so that a backend can take the SwiGLU where each row's two sums
+  // meet; gate then holds the result and up nothing useful.
+  virtual void matmul_swiglu(const Weight& w_gate, const Weight& w_up, const float* x, int64_t T,
+                             float* gate, float* up) {
+    const MatmulOut gate_up[] = {{&w_gate, gate}, {&w_up, up}};
+    matmul_same_input(gate_up, x, T);
+    swiglu(gate, up, gate, static_cast<size_t>(T * w_gate.rows));
+  }
   virtual void gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, const float* qkv,
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, const DeltaRuleShape& shape,

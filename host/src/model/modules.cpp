@@ -91,9 +91,7 @@ void SwigluMlp::forward(Backend& be, Scratch& s, const float* x, int64_t T, floa
     throw Error("scratch too small for the MLP");
   float* gate = s.get(0);
   float* up = s.get(1);
-  const MatmulOut gate_up[] = {{&w_gate, gate}, {&w_up, up}};
-  be.matmul_same_input(gate_up, x, T);
-  be.swiglu(gate, up, gate, static_cast<size_t>(T * w_gate.rows));
+  be.matmul_swiglu(w_gate, w_up, x, T, gate, up);
   be.matmul(w_down, gate, T, out);
 }
 

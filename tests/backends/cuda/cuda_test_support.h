@@ -15,7 +15,23 @@
 #include "hostlm/half.h"
 #include "hostlm/ops.h"
 
+#ifdef HOSTLM_TEST_CUDART
+#include <cuda_runtime_api.h>
+#endif
+
 namespace hostlm::testing {
+
+// The compute capability's major number of the current GPU; 0 where none can be read.
+inline int device_major() {
+#ifdef HOSTLM_TEST_CUDART
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess)
+    return major;
+  cudaGetLastError();
+#endif
+  return 0;
+}
 
 inline std::unique_ptr<Backend> cuda_backend_or_reason(std::string& why) {
   try {

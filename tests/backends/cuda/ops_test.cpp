@@ -12,6 +12,7 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda_test_support.h"
@@ -223,6 +224,115 @@ TEST_F(CudaOps, GroupedOneToken16BitProductsEqualEachAlone) {
       }
     }
   }
+}
+
+// A delta-rule layer's decode input projections in 16 bits with the convolution in the
+// ring's epilogue (matmul_same_input_conv1d) give the bits of the grouped products and then
+// conv1d_silu: the convolved rows, the moved state and the other products, over two steps,
+// with an odd channel count (a warp's last pair has one row). The first product's own output
+// is left unwritten when fused, which shows that it was (on sm_90, where the ring runs).
+TEST_F(CudaOps, OneToken16BitConvInTheProductEqualsProductThenConv) {
+  const bool ring = testing::device_major() >= 9;  // where the ring (sm_90+) runs
+  // Off by default (slower on the 9B BF16): this backend has it on.
+  const testing::RestoreEnv restore{"HOSTLM_CUDA_FUSE_CONV16"};
+  setenv("HOSTLM_CUDA_FUSE_CONV16", "1", 1);
+  std::string why;
+  gpu_ = testing::cuda_backend_or_reason(why);
+  ASSERT_NE(gpu_, nullptr) << why;
+  constexpr int64_t K = 4;
+  const int64_t channels = 301, z_rows = 96, b_rows = 32;
+  for (DType type : {DType::BF16, DType::F16})
+    for (int64_t cols : {int64_t{1024}, int64_t{2048 + 8}}) {
+      std::vector<std::vector<uint8_t>> bytes;
+      const auto load = [&](int64_t rows) {
+        bytes.push_back(store_as(type, random(static_cast<size_t>(rows * cols))));
+        return gpu_->load_weight(weight_view(type, rows, cols, bytes.back()));
+      };
+      const Weight w_qkv = load(channels), w_z = load(z_rows), w_b = load(b_rows);
+      const std::vector<float> conv_w = random(static_cast<size_t>(channels * K));
+      const std::vector<float> state0 = random(static_cast<size_t>((K - 1) * channels));
+      auto xd = gpu_->alloc(static_cast<size_t>(cols));
+      struct Run {
+        std::unique_ptr<Buffer> qkv, z, b, conv, state;
+      };
+      const auto make_run = [&] {
+        Run r{gpu_->alloc(channels), gpu_->alloc(z_rows), gpu_->alloc(b_rows),
+              gpu_->alloc(channels), to_gpu(state0)};
+        const std::vector<float> nan(static_cast<size_t>(channels), std::nanf(""));
+        gpu_->upload(r.qkv->data(), nan.data(), nan.size());
+        return r;
+      };
+      Run apart = make_run(), fused = make_run();
+      for (int step = 0; step < 2; ++step) {
+        const std::vector<float> x = random(static_cast<size_t>(cols));
+        gpu_->upload(xd->data(), x.data(), x.size());
+        for (Run* r : {&apart, &fused}) {
+          const MatmulOut outs[] = {
+              {&w_qkv, r->qkv->data()}, {&w_z, r->z->data()}, {&w_b, r->b->data()}};
+          const SequenceSlice slice{0, 1, step, r->state->data(), nullptr};
+          if (r == &apart) {
+            gpu_->matmul_same_input(outs, xd->data(), 1);
+            gpu_->conv1d_silu_seqs({&slice, 1}, r->qkv->data(), channels, K, conv_w.data(),
+                                   r->conv->data());
+          } else {
+            gpu_->matmul_same_input_conv1d(outs, xd->data(), 1, {&slice, 1}, channels, K,
+                                           conv_w.data(), r->conv->data());
+          }
+        }
+        const std::string what = std::string(dtype_name(type)) + " cols " + std::to_string(cols) +
+                                 " step " + std::to_string(step);
+        for (auto [a, b, n, name] :
+             {std::tuple{apart.conv.get(), fused.conv.get(), channels, "conv"},
+              {apart.state.get(), fused.state.get(), (K - 1) * channels, "state"},
+              {apart.z.get(), fused.z.get(), z_rows, "z"},
+              {apart.b.get(), fused.b.get(), b_rows, "b"}}) {
+          const std::vector<float> want = from_gpu(a->data(), static_cast<size_t>(n));
+          const std::vector<float> got = from_gpu(b->data(), static_cast<size_t>(n));
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+              << what << ": " << name;
+        }
+        if (!ring) continue;
+        const std::vector<float> left = from_gpu(fused.qkv->data(), static_cast<size_t>(channels));
+        EXPECT_TRUE(std::all_of(left.begin(), left.end(), [](float v) { return std::isnan(v); }))
+            << what << ": the fused product wrote its own output, so it was not fused";
+      }
+    }
+}
+
+// An MLP's 16-bit gate and up products with the SwiGLU where the ring's warp has both sums of
+// a row (matmul_swiglu) give the bits of the grouped products and then swiglu; the up
+// product's output is left unwritten when fused, which shows that it was (on sm_90).
+TEST_F(CudaOps, OneToken16BitSwigluInTheProductEqualsProductsThenSwiglu) {
+  const bool ring = testing::device_major() >= 9;  // where the ring (sm_90+) runs
+  for (DType type : {DType::BF16, DType::F16})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{301, 2048 + 8}, {4608, 1024}}) {
+      SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" +
+                   std::to_string(cols));
+      const std::vector<uint8_t> gate_bytes =
+          store_as(type, random(static_cast<size_t>(rows * cols)));
+      const std::vector<uint8_t> up_bytes =
+          store_as(type, random(static_cast<size_t>(rows * cols)));
+      const Weight w_gate = gpu_->load_weight(weight_view(type, rows, cols, gate_bytes));
+      const Weight w_up = gpu_->load_weight(weight_view(type, rows, cols, up_bytes));
+      const std::vector<float> x = random(static_cast<size_t>(cols));
+      auto xd = to_gpu(x);
+      const std::vector<float> nan(static_cast<size_t>(rows), std::nanf(""));
+      auto gate_apart = gpu_->alloc(nan.size()), up_apart = gpu_->alloc(nan.size());
+      auto gate_fused = gpu_->alloc(nan.size()), up_fused = to_gpu(nan);
+      const MatmulOut outs[] = {{&w_gate, gate_apart->data()}, {&w_up, up_apart->data()}};
+      gpu_->matmul_same_input(outs, xd->data(), 1);
+      gpu_->swiglu(gate_apart->data(), up_apart->data(), gate_apart->data(), nan.size());
+      gpu_->matmul_swiglu(w_gate, w_up, xd->data(), 1, gate_fused->data(), up_fused->data());
+      const std::vector<float> want = from_gpu(gate_apart->data(), nan.size());
+      const std::vector<float> got = from_gpu(gate_fused->data(), nan.size());
+      for (size_t r = 0; r < want.size(); ++r)
+        ASSERT_EQ(std::memcmp(&want[r], &got[r], sizeof(float)), 0)
+            << "row " << r << ": " << want[r] << " apart, " << got[r] << " fused";
+      if (!ring) continue;
+      const std::vector<float> left = from_gpu(up_fused->data(), nan.size());
+      EXPECT_TRUE(std::all_of(left.begin(), left.end(), [](float v) { return std::isnan(v); }))
+          << "the fused product wrote the up rows, so it was not fused";
+    }
 }
 
 TEST_F(CudaOps, EmbedGathersRowsOfEveryType) {

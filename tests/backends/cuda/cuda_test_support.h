@@ -1,6 +1,10 @@
 // Shared by the CUDA backend tests: a CUDA backend when this machine can run one, else the
 // reason, so GPU tests skip visibly on machines without a GPU (CI).
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,6 +94,69 @@ class RestoreEnv {
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
+
+// A delta-rule layer's decode input projections (qkv, z, b) with the convolution's decode step
+// in the product's epilogue (matmul_same_input_conv1d) against the grouped products followed
+// by conv1d_silu_seqs, over the steps of `xs` (the state carries between them): the
+// convolution's output and state and the other products' outputs are bit-equal, and with
+// `expect_fused` the fused product's own output (qkv) is left unwritten, which shows that it
+// was fused. `label` names the case in failures.
+inline void expect_conv_in_product_equals_apart(Backend& gpu, const Weight& w_qkv,
+                                                const Weight& w_z, const Weight& w_b, int64_t K,
+                                                const std::vector<float>& conv_w,
+                                                const std::vector<float>& state0,
+                                                const std::vector<std::vector<float>>& xs,
+                                                bool expect_fused, const std::string& label) {
+  const int64_t channels = w_qkv.rows;
+  const auto from = [&](Buffer& b, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    gpu.download(v.data(), b.data(), v.size());
+    return v;
+  };
+  struct Run {
+    std::unique_ptr<Buffer> qkv, z, b, conv, state;
+  };
+  const auto make_run = [&] {
+    Run r{gpu.alloc(channels), gpu.alloc(w_z.rows), gpu.alloc(w_b.rows), gpu.alloc(channels),
+          gpu.alloc(state0.size())};
+    gpu.upload(r.state->data(), state0.data(), state0.size());
+    const std::vector<float> nan(static_cast<size_t>(channels), std::nanf(""));
+    gpu.upload(r.qkv->data(), nan.data(), nan.size());
+    return r;
+  };
+  Run apart = make_run(), fused = make_run();
+  auto xd = gpu.alloc(xs.empty() ? 1 : xs[0].size());
+  for (size_t step = 0; step < xs.size(); ++step) {
+    gpu.upload(xd->data(), xs[step].data(), xs[step].size());
+    for (Run* r : {&apart, &fused}) {
+      const MatmulOut outs[] = {
+          {&w_qkv, r->qkv->data()}, {&w_z, r->z->data()}, {&w_b, r->b->data()}};
+      const SequenceSlice slice{0, 1, static_cast<int64_t>(step), r->state->data(), nullptr};
+      if (r == &apart) {
+        gpu.matmul_same_input(outs, xd->data(), 1);
+        gpu.conv1d_silu_seqs({&slice, 1}, r->qkv->data(), channels, K, conv_w.data(),
+                             r->conv->data());
+      } else {
+        gpu.matmul_same_input_conv1d(outs, xd->data(), 1, {&slice, 1}, channels, K, conv_w.data(),
+                                     r->conv->data());
+      }
+    }
+    const std::string what = label + " step " + std::to_string(step);
+    for (auto [a, b, n, name] :
+         {std::tuple{apart.conv.get(), fused.conv.get(), channels, "conv"},
+          {apart.state.get(), fused.state.get(), (K - 1) * channels, "state"},
+          {apart.z.get(), fused.z.get(), w_z.rows, "z"},
+          {apart.b.get(), fused.b.get(), w_b.rows, "b"}}) {
+      const std::vector<float> want = from(*a, n), got = from(*b, n);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << what << ": " << name;
+    }
+    if (!expect_fused) continue;
+    const std::vector<float> left = from(*fused.qkv, channels);
+    EXPECT_TRUE(std::all_of(left.begin(), left.end(), [](float v) { return std::isnan(v); }))
+        << what << ": the fused product wrote its own output, so it was not fused";
+  }
+}
 
 inline bool cuda_usable() {
   std::string why;

@@ -606,56 +606,11 @@ TEST_F(CudaQuant, ConvolvedProductEqualsProductThenConv) {
       const Weight w_b = load("b.weight", type == DType::Q6_K ? DType::Q4_K : DType::Q6_K, 32);
       const std::vector<float> conv_w = random(static_cast<size_t>(channels * K));
       const std::vector<float> state0 = random(static_cast<size_t>((K - 1) * channels));
-      auto xd = gpu_->alloc(static_cast<size_t>(cols));
-      struct Run {
-        std::unique_ptr<Buffer> qkv, z, b, conv, state;
-      };
-      const auto make_run = [&] {
-        Run r{gpu_->alloc(channels), gpu_->alloc(z_rows), gpu_->alloc(32), gpu_->alloc(channels),
-              gpu_->alloc(state0.size())};
-        gpu_->upload(r.state->data(), state0.data(), state0.size());
-        const std::vector<float> nan(static_cast<size_t>(channels), std::nanf(""));
-        gpu_->upload(r.qkv->data(), nan.data(), nan.size());
-        return r;
-      };
-      Run apart = make_run(), fused = make_run();
-      const auto get = [&](Buffer& b, size_t n) {
-        std::vector<float> v(n);
-        gpu_->download(v.data(), b.data(), n);
-        return v;
-      };
-      for (int step = 0; step < 2; ++step) {
-        const std::vector<float> x = random(static_cast<size_t>(cols));
-        gpu_->upload(xd->data(), x.data(), x.size());
-        for (Run* r : {&apart, &fused}) {
-          const MatmulOut outs[] = {
-              {&w_qkv, r->qkv->data()}, {&w_z, r->z->data()}, {&w_b, r->b->data()}};
-          const SequenceSlice slice{0, 1, step, r->state->data(), nullptr};
-          if (r == &apart) {
-            gpu_->matmul_same_input(outs, xd->data(), 1);
-            gpu_->conv1d_silu_seqs({&slice, 1}, r->qkv->data(), channels, K, conv_w.data(),
-                                   r->conv->data());
-          } else {
-            gpu_->matmul_same_input_conv1d(outs, xd->data(), 1, {&slice, 1}, channels, K,
-                                           conv_w.data(), r->conv->data());
-          }
-        }
-        const std::string what = std::string(dtype_name(type)) + " cols " + std::to_string(cols) +
-                                 " step " + std::to_string(step);
-        for (auto [a, b, n, name] :
-             {std::tuple{apart.conv.get(), fused.conv.get(), channels, "conv"},
-              {apart.state.get(), fused.state.get(), (K - 1) * channels, "state"},
-              {apart.z.get(), fused.z.get(), z_rows, "z"},
-              {apart.b.get(), fused.b.get(), int64_t{32}, "b"}}) {
-          const std::vector<float> want = get(*a, static_cast<size_t>(n));
-          const std::vector<float> got = get(*b, static_cast<size_t>(n));
-          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-              << what << ": " << name;
-        }
-        const std::vector<float> left = get(*fused.qkv, static_cast<size_t>(channels));
-        EXPECT_TRUE(std::all_of(left.begin(), left.end(), [](float v) { return std::isnan(v); }))
-            << what << ": the fused product wrote its own output, so it was not fused";
-      }
+      const std::vector<std::vector<float>> xs = {random(static_cast<size_t>(cols)),
+                                                  random(static_cast<size_t>(cols))};
+      testing::expect_conv_in_product_equals_apart(
+          *gpu_, w_qkv, w_z, w_b, K, conv_w, state0, xs, true,
+          std::string(dtype_name(type)) + " cols " + std::to_string(cols));
     }
 }
 

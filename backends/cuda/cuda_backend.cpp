@@ -203,6 +203,8 @@ class CudaBackend final : public Backend {
       fuse_conv16_ = conv16[0] == '1';
     if (const char* swiglu = std::getenv("HOSTLM_CUDA_FUSE_SWIGLU"))
       fuse_swiglu_ = swiglu[0] != '0';
+    if (const char* early = std::getenv("HOSTLM_CUDA_ATTENTION_EARLY"))
+      attention_early_ = early[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
     if (const char* store = std::getenv("HOSTLM_CUDA_QK_STORE")) qk_store_ = store[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
@@ -890,6 +892,7 @@ class CudaBackend final : public Backend {
     if (device_positions == nullptr) return replay_cannot();
     const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
     if (batch.descs == nullptr) return replay_cannot();
+    kv_stored_ = seqs[0].kv.k;
     if (skip_paged(kQkNormRopeStore, batch, qg, q_head_stride, n_head, k, v, T, qw, q_eps, kw,
                    k_eps, rot_dims, device_positions, theta, q_out))
       return;
@@ -905,6 +908,7 @@ class CudaBackend final : public Backend {
     if (seqs.empty()) return;
     const cuda::PagedBatch batch = paged_.upload(seqs, stream_, mode_);
     if (batch.descs == nullptr) return replay_cannot();
+    kv_stored_ = seqs[0].kv.k;
     if (skip_paged(kKvStore, batch, k, v)) return;
     check(cuda::kv_store(batch, k, v, stream_), "kv_store");
   }
@@ -912,6 +916,9 @@ class CudaBackend final : public Backend {
   void paged_attention(std::span<const PagedSequence> seqs, const float* q, size_t q_stride,
                        int64_t n_head, float scale, float* out) override {
     const auto timed = profile_->scope("paged_attention");
+    // The op just before stored this batch's new keys and values and nothing else (no kernel
+    // comes between when norms are not folded): the kernel may read ahead (kernels.h).
+    const bool after_store = !seqs.empty() && kv_stored_ == seqs[0].kv.k && !quant_->folds_norms();
     forget_acts();
     if (seqs.empty()) return;
     if (seqs[0].kv.head_dim > kAttentionMaxHeadDim)
@@ -930,10 +937,12 @@ class CudaBackend final : public Backend {
     for (const PagedSequence& s : seqs)
       last_writes_.add(out + s.row * width, static_cast<size_t>(s.T * width));
     last_writes_.add(scratch, scratch_floats);
+    const bool early =
+        after_store && !paged_.copied() && attention_early_ && cuda::early_loads_enabled();
     if (skip_paged(kAttention, batch, q, q_stride, n_head, scale, out, scratch, scratch_floats,
-                   cuda::flash_prefill_rows(batch, n_head)))
+                   cuda::flash_prefill_rows(batch, n_head), early))
       return;
-    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_),
+    check(cuda::paged_attention(batch, q, q_stride, n_head, scale, out, scratch, stream_, early),
           "paged_attention");
   }
 
@@ -1417,8 +1426,12 @@ class CudaBackend final : public Backend {
   bool best_logits_on_ = true;
   bool fuse_conv_ = true;     // HOSTLM_CUDA_FUSE_CONV=0: the decode conv1d launched apart
   bool fuse_conv16_ = false;  // HOSTLM_CUDA_FUSE_CONV16=1: and for 16-bit matrices (slower)
-  bool fuse_swiglu_ = true;   // HOSTLM_CUDA_FUSE_SWIGLU=0: the 16-bit decode SwiGLU launched apart
-  bool delta_norm_ = true;    // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  // The pages (KvPages::k) the last op stored new keys into, if it was a KV store (null
+  // otherwise): the attention after it may read older keys before its programmatic wait.
+  const void* kv_stored_ = nullptr;
+  bool attention_early_ = true;  // HOSTLM_CUDA_ATTENTION_EARLY=0: the attention waits first
+  bool fuse_swiglu_ = true;  // HOSTLM_CUDA_FUSE_SWIGLU=0: the 16-bit decode SwiGLU launched apart
+  bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
   static constexpr size_t kDeltaNormMaxSeqs = 8;
   bool qk_store_ = true;     // HOSTLM_CUDA_QK_STORE=0: kv_store launched after qk_norm_rope
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
@@ -1432,6 +1445,7 @@ class CudaBackend final : public Backend {
   cuda::LastWrites last_writes_;
   // Every op but the products: the quantized input and the last op's writes are forgotten.
   void forget_acts() {
+    kv_stored_ = nullptr;
     quant_->forget_acts();
     last_writes_.forget();
   }

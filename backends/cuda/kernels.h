@@ -186,9 +186,12 @@ cudaError_t qk_norm_rope_store(const PagedBatch& batch, float* qg, size_t q_head
                                cudaStream_t stream);
 // Floats of device scratch paged_attention needs for this batch (0: none).
 size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head);
+// early: the kernel launched just before wrote none of the batch's arrays and, of its pages,
+// only the rows of the batch's new tokens (a KV store of this batch), so the decode kernel
+// reads the arrays and its first older keys and values before the programmatic wait.
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
                             int64_t n_head, float scale, float* out, float* scratch,
-                            cudaStream_t stream);
+                            cudaStream_t stream, bool early = false);
 
 // flash_prefill.cu: paged_attention on tensor cores for sequences with many new rows (F16
 // pages, head_dim 64, 128 or 256, any query heads per KV head), as accurate as the CUDA-core

@@ -280,8 +280,8 @@ __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t 
 template <template <int> class Kv, int kGroup, int kLaneDims>
 __global__ void __launch_bounds__(kSplitThreads)
     paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
-                                 float scale, int splits, float* scratch, float* out) {
-  pdl_begin();
+                                 float scale, int splits, float* scratch, float* out, bool early) {
+  if (!early) pdl_begin();
   using Load = Kv<kLaneDims>;
   constexpr int kHd = 32 * kLaneDims;
   constexpr int kG = pow2_at_least(kGroup);     // score slots per key (padded heads score 0)
@@ -309,6 +309,21 @@ __global__ void __launch_bounds__(kSplitThreads)
   const char* k_base = b.k + desc.k_offset + head_offset;
   const char* v_base = b.v + desc.v_offset + head_offset;
   const int32_t* table = b.pages + desc.page_offset;
+  // With `early`, a warp's first step of keys, when none of them is new (the kernel before
+  // wrote only the new ones), is loaded before the wait: the chain of dependent loads (row,
+  // descriptor, page table, key rows) then overlaps that kernel instead of following it.
+  const int64_t j_first = first + warp * kKeys;
+  const bool preloaded = early && j_first + kKeys <= end && j_first + kKeys <= desc.n_past;
+  typename Load::Raw kr[kKeys], vr[kKeys];
+  if (preloaded) {
+    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j_first / kPage]) +
+                           b.row_bytes * static_cast<size_t>(j_first % kPage);
+#pragma unroll
+    for (int k = 0; k < kKeys; ++k) kr[k] = Load::load(k_base + page_at + b.row_bytes * k, lane);
+#pragma unroll
+    for (int k = 0; k < kKeys; ++k) vr[k] = Load::load(v_base + page_at + b.row_bytes * k, lane);
+  }
+  if (early) pdl_begin();
 
   float qr[kGroup][kLaneDims];
 #pragma unroll
@@ -320,16 +335,17 @@ __global__ void __launch_bounds__(kSplitThreads)
   float mx = -INFINITY, sum = 0.f;
   float acc[kGroup][kLaneDims] = {};
   const int slot = lane % kSlots, slot_key = slot / kG;
-  for (int64_t j0 = first + warp * kKeys; j0 < end; j0 += kSplitWarps * kKeys) {
-    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]) +
-                           b.row_bytes * static_cast<size_t>(j0 % kPage);
-    typename Load::Raw kr[kKeys], vr[kKeys];
+  for (int64_t j0 = j_first; j0 < end; j0 += kSplitWarps * kKeys) {
+    if (!(preloaded && j0 == j_first)) {
+      const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]) +
+                             b.row_bytes * static_cast<size_t>(j0 % kPage);
 #pragma unroll
-    for (int k = 0; k < kKeys; ++k)
-      if (j0 + k < end) kr[k] = Load::load(k_base + page_at + b.row_bytes * k, lane);
+      for (int k = 0; k < kKeys; ++k)
+        if (j0 + k < end) kr[k] = Load::load(k_base + page_at + b.row_bytes * k, lane);
 #pragma unroll
-    for (int k = 0; k < kKeys; ++k)
-      if (j0 + k < end) vr[k] = Load::load(v_base + page_at + b.row_bytes * k, lane);
+      for (int k = 0; k < kKeys; ++k)
+        if (j0 + k < end) vr[k] = Load::load(v_base + page_at + b.row_bytes * k, lane);
+    }
     float dots[kSlots];
 #pragma unroll
     for (int k = 0; k < kKeys; ++k)
@@ -461,49 +477,50 @@ int split_count(const PagedBatch& b) {
 
 template <template <int> class Kv, int kGroup>
 void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
-                  int splits, float* scratch, float* out, cudaStream_t stream) {
+                  int splits, float* scratch, float* out, cudaStream_t stream, bool early) {
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
                   static_cast<unsigned>(splits));
   switch (lane_dims(b.head_dim)) {
     case 1:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 1>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out);
+                    q, q_stride, n_head, scale, splits, scratch, out, early);
       break;
     case 2:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 2>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out);
+                    q, q_stride, n_head, scale, splits, scratch, out, early);
       break;
     case 4:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 4>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out);
+                    q, q_stride, n_head, scale, splits, scratch, out, early);
       break;
     default:
       launch_kernel(paged_attention_split_kernel<Kv, kGroup, 8>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out);
+                    q, q_stride, n_head, scale, splits, scratch, out, early);
   }
 }
 
 template <template <int> class Kv>
 void launch_split_group(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
-                        float scale, int splits, float* scratch, float* out, cudaStream_t stream) {
+                        float scale, int splits, float* scratch, float* out, cudaStream_t stream,
+                        bool early) {
   switch (n_head / b.n_head_kv) {
     case 1:
-      launch_split<Kv, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
       break;
     case 2:
-      launch_split<Kv, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
       break;
     case 3:
-      launch_split<Kv, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 3>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
       break;
     case 4:
-      launch_split<Kv, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
       break;
     case 6:  // Qwen3.5-27B: 24 query heads on 4 KV heads
-      launch_split<Kv, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 6>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
       break;
     default:
-      launch_split<Kv, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+      launch_split<Kv, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream, early);
   }
 }
 
@@ -535,7 +552,7 @@ size_t paged_attention_scratch(const PagedBatch& batch, int64_t n_head) {
 
 cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_stride,
                             int64_t n_head, float scale, float* out, float* scratch,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, bool early) {
   if (batch.rows == 0 || n_head == 0) return cudaSuccess;
   if (batch.head_dim > kAttentionMaxHeadDim || n_head > 65535 || batch.n_head_kv <= 0 ||
       n_head % batch.n_head_kv != 0 || (batch.type == DType::Q8_0 && batch.head_dim % 32 != 0))
@@ -553,13 +570,16 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
     if (splits > 1 && scratch == nullptr) return cudaErrorInvalidValue;
     switch (b.type) {
       case DType::F32:
-        launch_split_group<KvF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvF32>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                  early);
         break;
       case DType::F16:
-        launch_split_group<KvF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvF16>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                  early);
         break;
       case DType::Q8_0:
-        launch_split_group<KvQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream);
+        launch_split_group<KvQ8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                 early);
         break;
       default:
         return cudaErrorInvalidValue;

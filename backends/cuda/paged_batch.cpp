@@ -90,7 +90,8 @@ PagedBatch PagedBatchUpload::upload(std::span<const PagedSequence> seqs, cudaStr
     std::fill(row_to_seq + s.row, row_to_seq + s.row + s.T, static_cast<int32_t>(i));
     offset += static_cast<int32_t>(n);
   }
-  if (blob_ != last_) {
+  copied_ = blob_ != last_;
+  if (copied_) {
     device_ = static_cast<char*>(staging_.upload(blob_.data(), total, stream, mode));
     last_ = blob_;
     if (device_ == nullptr) {  // a replay that must be recorded again

@@ -26,12 +26,16 @@ class PagedBatchUpload {
   // step, stays the same while contexts grow within that size.
   PagedBatch upload(std::span<const PagedSequence> seqs, cudaStream_t stream, UploadMode mode);
   uint64_t generation() const { return staging_.generation(); }
+  // Whether the last upload() launched a copy (the batch differed from the one before), so
+  // the next kernel must not read the batch's arrays before its programmatic wait.
+  bool copied() const { return copied_; }
   void restart();                      // the stream is idle
   void launched(cudaStream_t stream);  // a graph that read the uploads was launched
 
  private:
   std::vector<char> blob_, last_;
   char* device_ = nullptr;  // where last_ is on the device
+  bool copied_ = false;
   Staging staging_;
 };
 

@@ -194,6 +194,30 @@ TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
   EXPECT_EQ(one_launch ? 5 : 6, kv_store_calls()) << c.name << "\n" << profile;
 }
 
+// Attention launched right after the store of its batch's new keys and values reads the
+// older ones before its programmatic wait; its output has the bits of the same attention
+// launched after another op, which waits first.
+TEST_P(CudaPagedKv, AttentionRightAfterTheStoreEqualsAttentionAfterAnotherOp) {
+  const PagedCase c = GetParam();
+  const auto sc = testing::make_scenario(c, 61);
+  const int64_t width = c.n_head * c.head_dim;
+  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  const size_t n = static_cast<size_t>(sc.rows * width);
+  std::vector<std::vector<float>> outs;
+  for (bool right_after : {true, false}) {
+    KvPagePool pool(*gpu_, sc.layout, c.type, testing::kScenarioPages);
+    auto q = testing::on_backend(*gpu_, sc.q);
+    auto out = gpu_->alloc(n);
+    const auto batch = testing::fill_pages(*gpu_, pool, sc);  // its last op: the new rows' store
+    if (!right_after) gpu_->fill(out->data(), 0.f, n);
+    gpu_->paged_attention(batch, q->data(), static_cast<size_t>(width), c.n_head, scale,
+                          out->data());
+    outs.emplace_back(n);
+    gpu_->download(outs.back().data(), out->data(), n);
+  }
+  EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), n * sizeof(float))) << c.name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CudaPagedKv, ::testing::ValuesIn(testing::paged_cases()),
                          [](const auto& p) { return p.param.name; });
 

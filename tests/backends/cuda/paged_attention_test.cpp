@@ -195,8 +195,9 @@ TEST_P(CudaPagedKv, NormRopeStoreEqualsNormRopeThenStore) {
 }
 
 // Attention launched right after the store of its batch's new keys and values reads the
-// older ones before its programmatic wait; its output has the bits of the same attention
-// launched after another op, which waits first.
+// older ones before its programmatic wait (the first pass: fill_pages ends with that store,
+// and the scenario's decode row and chunk have whole steps of older keys); its output has the
+// bits of the same attention launched after another op (the fill), which waits first.
 TEST_P(CudaPagedKv, AttentionRightAfterTheStoreEqualsAttentionAfterAnotherOp) {
   const PagedCase c = GetParam();
   const auto sc = testing::make_scenario(c, 61);

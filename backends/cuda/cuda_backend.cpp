@@ -170,6 +170,21 @@ class IntStaging {
     device_ = nullptr;
   }
   void launched(cudaStream_t stream) { staging_.launched(stream); }
+  // A pass made ahead (cuda/staging.h); after it no upload is known to be on the device.
+  void begin_ahead() {
+    staging_.begin_ahead();
+    device_ = nullptr;
+  }
+  void end_ahead() {
+    staging_.end_ahead();
+    device_ = nullptr;
+  }
+  void commit_ahead() { staging_.commit_ahead(); }
+  size_t last_offset() const { return staging_.last_offset(); }
+  // Overwrites values of the pass made ahead, from the region at `offset` on.
+  void patch_ahead(size_t offset, std::span<const int32_t> values) {
+    std::memcpy(staging_.ahead_bytes(offset), values.data(), values.size_bytes());
+  }
 
  private:
   Staging staging_;
@@ -214,13 +229,18 @@ class CudaBackend final : public Backend {
       bf16_parts_ = std::clamp(std::atoi(parts), 1, 3);
     graphs_ = !(graphs && std::strcmp(graphs, "0") == 0) &&
               !(profiling && *profiling && std::strcmp(profiling, "0") != 0);
+    if (const char* ahead = std::getenv("HOSTLM_CUDA_AHEAD"))
+      ahead_.on = std::strcmp(ahead, "0") != 0;
     if (const char* kept = std::getenv("HOSTLM_CUDA_GRAPHS_KEPT"))
       steps_kept_ = std::clamp(std::atoi(kept), 1, kRecordedSteps);
-    if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats == '1')
+    if (const char* stats = std::getenv("HOSTLM_CUDA_GRAPH_STATS"); stats && *stats >= '1') {
+      graph_stats_.each = *stats == '2';
+      graph_stats_.gaps = *stats == '3';
       graph_stats_.on = cudaEventCreate(&graph_stats_.begin) == cudaSuccess &&
                         cudaEventCreate(&graph_stats_.end) == cudaSuccess &&
                         cudaEventCreate(&graph_stats_.fetched[0]) == cudaSuccess &&
                         cudaEventCreate(&graph_stats_.fetched[1]) == cudaSuccess;
+    }
   }
 
   ~CudaBackend() override {
@@ -241,10 +261,26 @@ class CudaBackend final : public Backend {
       std::fprintf(stderr,
                    "hostlm cuda graphs: on the GPU, a replay's results came back in %.1f us "
                    "after it, and the GPU then waited %.1f us for the next replay; the host's "
-                   "pass over a replayed step took %.1f us\n",
+                   "pass over a replayed step took %.1f us and its launch %.1f us\n",
                    g.fetches ? 1e3 * g.fetch_ms / static_cast<double>(g.fetches) : 0.0,
                    g.waits ? 1e3 * g.wait_ms / static_cast<double>(g.waits) : 0.0,
-                   g.walks ? 1e3 * g.walk_ms / static_cast<double>(g.walks) : 0.0);
+                   g.walks ? 1e3 * g.walk_ms / static_cast<double>(g.walks) : 0.0,
+                   g.timed ? 1e3 * g.launch_ms / static_cast<double>(g.timed) : 0.0);
+      if (g.ahead_walks)
+        std::fprintf(stderr,
+                     "hostlm cuda graphs: %llu passes made ahead took %.1f us each; %llu of the "
+                     "steps they matched were launched\n",
+                     static_cast<unsigned long long>(g.ahead_walks),
+                     1e3 * g.ahead_ms / static_cast<double>(g.ahead_walks),
+                     static_cast<unsigned long long>(g.ahead_launched));
+      for (size_t k = 0; k < g.gap_ms.size(); ++k)
+        if (g.gap_calls[k])
+          std::fprintf(stderr,
+                       "hostlm cuda graphs: %s: the host spent %.2f us a replayed step before "
+                       "these ops (%.1f a step)\n",
+                       op_kind_name(static_cast<int>(k)),
+                       1e3 * g.gap_ms[k] / static_cast<double>(g.walks),
+                       static_cast<double>(g.gap_calls[k]) / static_cast<double>(g.walks));
       for (cudaEvent_t e : {g.begin, g.end, g.fetched[0], g.fetched[1]})
         if (e) cudaEventDestroy(e);
     }
@@ -431,6 +467,7 @@ class CudaBackend final : public Backend {
   // the shapes allow). The first step runs live so that one-time uploads (norm weights,
   // scratch sizes) are done before any capture.
   void begin_step() override {
+    ahead_.held = nullptr;
     forget_acts();  // a replay runs no op, so none of them keeps this up to date
     if (!graphs_ || mode_ != UploadMode::live) return;
     check(cudaStreamSynchronize(stream_), "step start");  // staging may be reused from here
@@ -445,13 +482,15 @@ class CudaBackend final : public Backend {
       return;
     }
     step_.reset();
+    trace_.clear();
     replay_failed_ = false;
     step_generation_ = staging_generation();
     const bool any = std::any_of(recorded_steps_.begin(), recorded_steps_.end(),
                                  [&](const RecordedStep& r) { return replayable(r); });
     if (any && !record_next_) {
       mode_ = UploadMode::replay;
-      if (graph_stats_.on) graph_stats_.walk_start = std::chrono::steady_clock::now();
+      if (graph_stats_.on)
+        graph_stats_.walk_start = graph_stats_.last_op = std::chrono::steady_clock::now();
       return;
     }
     record_next_ = false;
@@ -461,6 +500,7 @@ class CudaBackend final : public Backend {
 
   bool end_step() override {
     forget_acts();
+    if (ahead_walk_) return end_step_ahead();
     if (mode_ == UploadMode::replay) {
       mode_ = UploadMode::live;
       RecordedStep* match = nullptr;
@@ -468,10 +508,17 @@ class CudaBackend final : public Backend {
         if (replayable(r) && r.ops == step_) match = &r;
       if (replay_failed_ || match == nullptr) {
         ++graph_stats_.missed;
+        if (graph_stats_.each) report_miss();
         record_next_ = true;
         return false;
       }
       match->used = ++step_tick_;
+      if (graph_stats_.gaps) {
+        graph_stats_.gap_ms[0] += std::chrono::duration<double, std::milli>(
+                                      std::chrono::steady_clock::now() - graph_stats_.last_op)
+                                      .count();
+        ++graph_stats_.gap_calls[0];
+      }
       if (graph_stats_.on) {
         graph_stats_.walk_ms += std::chrono::duration<double, std::milli>(
                                     std::chrono::steady_clock::now() - graph_stats_.walk_start)
@@ -516,11 +563,25 @@ class CudaBackend final : public Backend {
     slot.generation = staging_generation();
     slot.replayable = retired_.empty() && slot.generation == step_generation_;
     slot.used = ++step_tick_;
+    if (graph_stats_.each) {
+      slot.trace = trace_;
+      std::fprintf(stderr, "hostlm cuda graphs: step %llu recorded in slot %d (%llu ops%s%s)\n",
+                   static_cast<unsigned long long>(step_tick_),
+                   static_cast<int>(&slot - recorded_steps_.data()),
+                   static_cast<unsigned long long>(step_.ops()),
+                   retired_.empty() ? "" : ", buffers replaced: used once",
+                   slot.generation == step_generation_ ? "" : ", staging grew: used once");
+    }
     return true;
   }
 
   void abort_step() override {
     forget_acts();
+    if (ahead_walk_) {
+      end_step_ahead();
+      ahead_.held = nullptr;
+      return;
+    }
     if (mode_ == UploadMode::replay) mode_ = UploadMode::live;
     if (mode_ != UploadMode::capture) return;
     mode_ = UploadMode::live;
@@ -528,6 +589,78 @@ class CudaBackend final : public Backend {
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
+  }
+
+  // The next decode step's pass, made while this one runs (ops.h). Only when a recording could
+  // match it: the pass is a replay's whose uploads go to host copies (Staging::begin_ahead),
+  // since the running graph may still read the pinned ones.
+  bool offers_steps_ahead() const override { return graphs_ && ahead_.on; }
+  bool begin_step_ahead() override {
+    ahead_.held = nullptr;
+    if (!graphs_ || !ahead_.on || mode_ != UploadMode::live || !warmed_up_ || record_next_)
+      return false;
+    step_generation_ = staging_generation();
+    if (std::none_of(recorded_steps_.begin(), recorded_steps_.end(),
+                     [&](const RecordedStep& r) { return replayable(r); }))
+      return false;
+    forget_acts();
+    step_.reset();
+    trace_.clear();
+    replay_failed_ = false;
+    tokens_.begin_ahead();
+    positions_.begin_ahead();
+    paged_.begin_ahead();
+    ahead_.tokens = 0;
+    ahead_walk_ = true;
+    mode_ = UploadMode::replay;
+    if (graph_stats_.on) graph_stats_.ahead_start = std::chrono::steady_clock::now();
+    return true;
+  }
+  bool end_step_ahead() {
+    ahead_walk_ = false;
+    mode_ = UploadMode::live;
+    tokens_.end_ahead();
+    positions_.end_ahead();
+    paged_.end_ahead();
+    RecordedStep* match = nullptr;
+    for (RecordedStep& r : recorded_steps_)
+      if (replayable(r) && r.ops == step_) match = &r;
+    auto& g = graph_stats_;
+    if (g.on) {
+      g.ahead_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              g.ahead_start)
+                        .count();
+      ++g.ahead_walks;
+    }
+    if (replay_failed_ || match == nullptr || ahead_.tokens == 0 || ahead_.tokens == SIZE_MAX)
+      return false;
+    ahead_.held = match;
+    ahead_.live_ops = live_ops_;
+    return true;
+  }
+  bool launch_ahead(std::span<const int32_t> tokens) override {
+    RecordedStep* held = std::exchange(ahead_.held, nullptr);
+    // Anything run live since may have replaced a buffer the pass saw.
+    if (held == nullptr || live_ops_ != ahead_.live_ops || mode_ != UploadMode::live ||
+        tokens.size() != ahead_.tokens || !replayable(*held))
+      return false;
+    for (const int32_t t : tokens)
+      if (t < 0 || t >= ahead_.vocab) return false;       // the step's own pass reports it
+    check(cudaStreamSynchronize(stream_), "step start");  // the pinned copies may be rewritten
+    collect_replay_time();
+    for (void* p : retired_) cudaFree(p);
+    retired_.clear();
+    tokens_.patch_ahead(ahead_.token_offset, tokens);
+    tokens_.commit_ahead();
+    positions_.commit_ahead();
+    paged_.commit_ahead();
+    held->used = ++step_tick_;
+    graph_exec_ = held->exec;
+    launch_replay();
+    graph_launched();
+    ++graph_stats_.replayed;
+    ++graph_stats_.ahead_launched;
+    return true;
   }
 
   void fill(float* dst, float value, size_t n) override {
@@ -559,6 +692,11 @@ class CudaBackend final : public Backend {
     const int32_t* device_tokens =
         tokens_.upload(tokens, static_cast<size_t>(T), stream_, false, mode_);
     if (device_tokens == nullptr) return replay_cannot();
+    if (ahead_walk_) {  // launch_ahead puts the real ids there
+      ahead_.token_offset = tokens_.last_offset();
+      ahead_.tokens = ahead_.tokens == 0 ? static_cast<size_t>(T) : SIZE_MAX;
+      ahead_.vocab = table.rows;
+    }
     if (skip(kEmbed, table.data, table.type, table.cols, T, out, device_tokens)) return;
     if (quants::QuantMatmul::supports(table.type))
       return quant_->embed(table, device_tokens, T, out);
@@ -1114,19 +1252,53 @@ class CudaBackend final : public Backend {
     kMatmulSwiglu
   };
 
+  static const char* op_kind_name(int kind) {
+    static constexpr const char* kNames[] = {"the end of the step",
+                                             "fill",
+                                             "copy_rows",
+                                             "embed",
+                                             "matmul",
+                                             "add",
+                                             "rms_norm",
+                                             "add_rms_norm",
+                                             "rope",
+                                             "kv_store",
+                                             "attention",
+                                             "mul_sigmoid",
+                                             "swiglu",
+                                             "conv",
+                                             "delta_rule",
+                                             "gated_rms_norm",
+                                             "matmul_group",
+                                             "qk_norm_rope",
+                                             "matmul_group_conv",
+                                             "delta_rule_norm",
+                                             "qk_norm_rope_store",
+                                             "matmul_swiglu"};
+    static_assert(std::size(kNames) == kMatmulSwiglu + 1, "a name for every op kind");
+    return kind >= 0 && kind < static_cast<int>(std::size(kNames)) ? kNames[kind] : "?";
+  }
+
   // While a step is recorded or replayed, adds the op to its fingerprint; true when the op
   // must not launch because the step is a replay.
   template <typename... Args>
   bool skip(OpKind kind, const Args&... args) {
-    if (mode_ == UploadMode::live) return false;
+    if (mode_ == UploadMode::live) {
+      ++live_ops_;
+      return false;
+    }
     step_.op(kind, args...);
+    traced(kind);
     return mode_ == UploadMode::replay;
   }
   // The same for the paged-KV ops, with the batch's launch arguments (its longest context
   // only through the grid, which the scratch size stands for).
   template <typename... Args>
   bool skip_paged(OpKind kind, const cuda::PagedBatch& b, const Args&... args) {
-    if (mode_ == UploadMode::live) return false;
+    if (mode_ == UploadMode::live) {
+      ++live_ops_;
+      return false;
+    }
     step_.op(kind, args...);
     step_.add(b.type);
     for (int64_t v : {b.n_head_kv, b.head_dim, b.n_seq, b.rows, b.min_t, b.max_t}) step_.add(v);
@@ -1136,12 +1308,16 @@ class CudaBackend final : public Backend {
                           static_cast<const void*>(b.pages)})
       step_.add(p);
     step_.add(b.aligned16);
+    traced(kind);
     return mode_ == UploadMode::replay;
   }
   // The same for the recurrent ops, with the sequence table they take by value.
   template <typename... Args>
   bool skip_group(OpKind kind, const cuda::RecurrentSeqs& g, const Args&... args) {
-    if (mode_ == UploadMode::live) return false;
+    if (mode_ == UploadMode::live) {
+      ++live_ops_;
+      return false;
+    }
     step_.op(kind, args...);
     step_.add(g.n);
     for (int i = 0; i < g.n; ++i) {
@@ -1150,12 +1326,16 @@ class CudaBackend final : public Backend {
       step_.add(g.conv_state[i]);
       step_.add(g.state[i]);
     }
+    traced(kind);
     return mode_ == UploadMode::replay;
   }
   // The same for a grouped matmul, with each matrix and output.
   bool skip_matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
                          int64_t T) {
-    if (mode_ == UploadMode::live) return false;
+    if (mode_ == UploadMode::live) {
+      ++live_ops_;
+      return false;
+    }
     step_.op(kMatmulGroup, x, T, n);
     for (int j = 0; j < n; ++j) {
       step_.add(ws[j]->data);
@@ -1164,15 +1344,50 @@ class CudaBackend final : public Backend {
       step_.add(ws[j]->cols);
       step_.add(ys[j]);
     }
+    traced(kMatmulGroup);
     return mode_ == UploadMode::replay;
   }
   // The same with the convolution of the first matrix's rows.
   bool skip_matmul_group_conv(const Weight* const* ws, float* const* ys, int n, const float* x,
                               const ConvStep& conv) {
-    if (mode_ == UploadMode::live) return false;
+    if (mode_ == UploadMode::live) {
+      ++live_ops_;
+      return false;
+    }
     skip_matmul_group(ws, ys, n, x, 1);
     step_.op(kMatmulGroupConv, conv.weight, conv.state, conv.out, conv.channels, conv.K);
+    traced(kMatmulGroupConv);
     return mode_ == UploadMode::replay;
+  }
+  // HOSTLM_CUDA_GRAPH_STATS=2: each op's running fingerprint, to name the first op in which a
+  // step that matched no recording differs from the closest one.
+  void traced(int kind) {
+    if (graph_stats_.each) trace_.push_back({kind, step_.hash()});
+    if (graph_stats_.gaps && mode_ == UploadMode::replay && !ahead_walk_) {
+      const auto now = std::chrono::steady_clock::now();
+      auto& g = graph_stats_;
+      g.gap_ms[kind] += std::chrono::duration<double, std::milli>(now - g.last_op).count();
+      ++g.gap_calls[kind];
+      g.last_op = now;
+    }
+  }
+  void report_miss() const {
+    const RecordedStep* closest = nullptr;
+    size_t common = 0;
+    for (const RecordedStep& r : recorded_steps_) {
+      if (!replayable(r)) continue;
+      size_t i = 0;
+      while (i < r.trace.size() && i < trace_.size() && r.trace[i] == trace_[i]) ++i;
+      if (closest == nullptr || i > common) closest = &r, common = i;
+    }
+    std::fprintf(stderr, "hostlm cuda graphs: step %llu (%zu ops) missed%s",
+                 static_cast<unsigned long long>(step_tick_ + 1), trace_.size(),
+                 replay_failed_ ? ": a buffer would have to grow" : "");
+    if (closest != nullptr && !replay_failed_)
+      std::fprintf(stderr, ": closest recording (slot %d, %zu ops) differs from op %zu (kind %d)",
+                   static_cast<int>(closest - recorded_steps_.data()), closest->trace.size(),
+                   common, common < trace_.size() ? trace_[common].first : -1);
+    std::fprintf(stderr, "\n");
   }
   // A replayed step found it cannot match its recording (end_step reports it).
   void replay_cannot() { replay_failed_ = true; }
@@ -1202,7 +1417,11 @@ class CudaBackend final : public Backend {
         g.downloaded = false;
       }
       check(cudaEventRecord(g.begin, stream_), "graph timing");
+      const auto before_launch = std::chrono::steady_clock::now();
       check(cudaGraphLaunch(graph_exec_, stream_), "graph launch");
+      g.launch_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                               before_launch)
+                         .count();
       check(cudaEventRecord(g.end, stream_), "graph timing");
       g.pending = true;
       return;
@@ -1480,7 +1699,8 @@ class CudaBackend final : public Backend {
     StepFingerprint ops;
     uint64_t generation = 0;  // staging_generation() when recorded
     bool replayable = false;
-    uint64_t used = 0;  // step_tick_ at its last launch (0: never)
+    uint64_t used = 0;                            // step_tick_ at its last launch (0: never)
+    std::vector<std::pair<int, uint64_t>> trace;  // HOSTLM_CUDA_GRAPH_STATS=2 only
   };
   static constexpr int kRecordedSteps = 8;
   int steps_kept_ = kRecordedSteps;  // HOSTLM_CUDA_GRAPHS_KEPT=N (1-8), for comparisons
@@ -1489,14 +1709,30 @@ class CudaBackend final : public Backend {
   }
   std::array<RecordedStep, kRecordedSteps> recorded_steps_;
   uint64_t step_tick_ = 0;
-  cudaGraphExec_t graph_exec_ = nullptr;  // the one launched last (owned by recorded_steps_)
-  StepFingerprint step_;                  // this step's ops
-  uint64_t step_generation_ = 0;          // staging_generation() at this step's start
-  bool record_next_ = false;              // the last replay did not match: record the next step
-  bool replay_failed_ = false;            // this replayed step cannot match (a buffer would grow)
+  cudaGraphExec_t graph_exec_ = nullptr;         // the one launched last (owned by recorded_steps_)
+  StepFingerprint step_;                         // this step's ops
+  std::vector<std::pair<int, uint64_t>> trace_;  // its running fingerprint per op (stats 2)
+  uint64_t step_generation_ = 0;                 // staging_generation() at this step's start
+  bool record_next_ = false;    // the last replay did not match: record the next step
+  bool replay_failed_ = false;  // this replayed step cannot match (a buffer would grow)
+  bool ahead_walk_ = false;     // this replay's pass is made ahead (begin_step_ahead)
+  uint64_t live_ops_ = 0;       // ops run one by one, outside any step
+  struct {
+    bool on = true;                // HOSTLM_CUDA_AHEAD=0: no pass is made ahead
+    RecordedStep* held = nullptr;  // the recording the last pass made ahead matched
+    uint64_t live_ops = 0;         // live_ops_ when it was made
+    size_t token_offset = 0;       // where its token ids are in tokens_
+    size_t tokens = 0;             // how many (SIZE_MAX: embedded twice; not launched)
+    int64_t vocab = 0;             // the embedding's rows
+  } ahead_;
   struct {
     uint64_t recorded = 0, replayed = 0, missed = 0;
-    bool on = false;  // HOSTLM_CUDA_GRAPH_STATS=1: printed at exit, replays timed
+    bool on = false;    // HOSTLM_CUDA_GRAPH_STATS=1: printed at exit, replays timed
+    bool each = false;  // HOSTLM_CUDA_GRAPH_STATS=2: also each recording and miss, as they come
+    bool gaps = false;  // HOSTLM_CUDA_GRAPH_STATS=3: the host's time before each op kind
+    std::chrono::steady_clock::time_point last_op;
+    std::array<double, 32> gap_ms{};
+    std::array<uint64_t, 32> gap_calls{};
     cudaEvent_t begin = nullptr, end = nullptr;
     bool pending = false;  // a timed replay whose time is not yet added
     double gpu_ms = 0, apart_ms = 0, host_ms = 0;
@@ -1512,8 +1748,12 @@ class CudaBackend final : public Backend {
     uint64_t fetches = 0, waits = 0;
     // On the host: begin_step to end_step of a replayed step (the pass over the model's ops).
     std::chrono::steady_clock::time_point walk_start;
-    double walk_ms = 0;
+    double walk_ms = 0, launch_ms = 0;  // launch_ms: in cudaGraphLaunch, per timed replay
     uint64_t walks = 0;
+    // Passes made ahead (begin_step_ahead): their time, how many, and how many launched.
+    std::chrono::steady_clock::time_point ahead_start;
+    double ahead_ms = 0;
+    uint64_t ahead_walks = 0, ahead_launched = 0;
     std::chrono::steady_clock::time_point last_start, last_download;
     bool downloaded = false;  // a download since the last replay
   } graph_stats_;

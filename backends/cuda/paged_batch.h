@@ -29,7 +29,17 @@ class PagedBatchUpload {
   // Whether the last upload() launched a copy (the batch differed from the one before), so
   // the next kernel must not read the batch's arrays before its programmatic wait.
   bool copied() const { return copied_; }
-  void restart();                      // the stream is idle
+  void restart();  // the stream is idle
+  // A pass made ahead (cuda/staging.h); after it no upload is known to be on the device.
+  void begin_ahead() {
+    staging_.begin_ahead();
+    last_.clear();
+  }
+  void end_ahead() {
+    staging_.end_ahead();
+    last_.clear();
+  }
+  void commit_ahead() { staging_.commit_ahead(); }
   void launched(cudaStream_t stream);  // a graph that read the uploads was launched
 
  private:

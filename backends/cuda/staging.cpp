@@ -64,8 +64,10 @@ void* Staging::upload(const void* src, size_t n, cudaStream_t stream, UploadMode
   const bool capturing = mode == UploadMode::capture;
   if (mode == UploadMode::replay) {
     if (used_ + need > capacity_) return nullptr;
-    std::memcpy(host_ + used_, src, n);
+    std::memcpy((ahead_ ? shadow_.data() : host_) + used_, src, n);
+    last_offset_ = used_;
     used_ += need;
+    if (ahead_) shadow_used_ = used_;
     return device_ + used_ - need;
   }
   if (capturing) {
@@ -80,6 +82,7 @@ void* Staging::upload(const void* src, size_t n, cudaStream_t stream, UploadMode
     used_ = 0;
   }
   std::memcpy(host_ + offset, src, n);
+  last_offset_ = offset;
   if (copy_kernel())
     check(copy_from_host(device_ + offset, host_device_ + offset, need / 16, stream),
           "staging upload");
@@ -97,6 +100,17 @@ void Staging::restart() {
     cudaFree(device);
   }
   retired_.clear();
+}
+
+void Staging::begin_ahead() {
+  ahead_ = true;
+  used_ = 0;
+  shadow_used_ = 0;
+  shadow_.resize(capacity_);
+}
+
+void Staging::commit_ahead() {
+  if (shadow_used_ > 0) std::memcpy(host_, shadow_.data(), shadow_used_);
 }
 
 void Staging::launched(cudaStream_t stream) {

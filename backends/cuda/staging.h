@@ -41,6 +41,18 @@ class Staging {
   // A graph that read this staging was launched on `stream`: live uploads wait for it.
   void launched(cudaStream_t stream);
 
+  // A replayed pass made while a graph that reads this staging may still run
+  // (CudaBackend::begin_step_ahead): its uploads take the regions from the first on, as a
+  // replay's do, but are written to a host copy; commit_ahead() later moves that copy into
+  // the pinned memory, once the stream is idle. Nothing is freed meanwhile.
+  void begin_ahead();
+  void end_ahead() { ahead_ = false; }
+  void commit_ahead();
+  // The host copy of the bytes at `offset` of the last pass made ahead (to patch them).
+  char* ahead_bytes(size_t offset) { return shadow_.data() + offset; }
+  // Where the last upload's region starts.
+  size_t last_offset() const { return last_offset_; }
+
  private:
   void grow(size_t bytes, cudaStream_t stream, bool capturing);
 
@@ -49,6 +61,10 @@ class Staging {
   char* device_ = nullptr;
   size_t capacity_ = 0, used_ = 0;
   uint64_t generation_ = 0;
+  size_t last_offset_ = 0;
+  bool ahead_ = false;
+  std::vector<char> shadow_;  // the uploads of a pass made ahead
+  size_t shadow_used_ = 0;
   cudaEvent_t event_ = nullptr;
   std::vector<std::pair<char*, char*>> retired_;  // (host, device) kept for a running graph
 };

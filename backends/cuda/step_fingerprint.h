@@ -33,6 +33,7 @@ class StepFingerprint {
   }
   bool operator==(const StepFingerprint&) const = default;
   uint64_t ops() const { return ops_; }
+  uint64_t hash() const { return hash_; }
 
  private:
   static constexpr uint64_t kOffset = 14695981039346656037ull, kPrime = 1099511628211ull;

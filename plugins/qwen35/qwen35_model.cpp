@@ -277,28 +277,106 @@ class Qwen35Model final : public Model {
     // The host layers of a split model run once, before the device's step: a replayed step
     // that turns out to differ runs again, and their states must not advance twice.
     if (host_layers_ > 0) forward_host_layers(items, total);
+    // A decode step whose logits come back in one piece waits for them only after the next
+    // step's pass has been made ahead (walk_ahead); when that step comes as predicted, it
+    // launches at once.
+    finish_later_ = decode && host_layers_ == 0 && total <= logit_capacity_;
+    bool ran = finish_later_ && ahead_matches(items) &&
+               backend_.launch_ahead(
+                   std::span<const int32_t>(batch_tokens_.data(), static_cast<size_t>(total)));
+    ahead_items_.clear();
     // A backend replaying its last recorded step may find at end_step that this step differs
     // and ran nothing (Backend::end_step); the second pass is recorded afresh and runs.
-    for (int pass = 0;; ++pass) {
+    for (int pass = 0; !ran; ++pass) {
       graph_step_ = decode;
       if (graph_step_) backend_.begin_step();
-      bool ran = false;
       try {
         ran = forward_and_project(items, total);
       } catch (...) {
         if (graph_step_) backend_.abort_step();
         graph_step_ = false;
+        finish_later_ = false;
         throw;
       }
-      if (ran) break;
-      if (pass > 0) throw Error("the backend ran no recorded step twice in a row");
+      if (!ran && pass > 0) throw Error("the backend ran no recorded step twice in a row");
     }
     for (const BatchItem& item : items)
       static_cast<KvSequence&>(*item.seq).advance(static_cast<int64_t>(item.tokens.size()));
+    if (finish_later_) {
+      finish_later_ = false;
+      const bool direct = direct_logits_;  // the pass ahead sets it again, alike
+      walk_ahead(items, total);
+      if (direct)
+        backend_.wait_host_writes();
+      else if (!logit_rows_.empty())
+        fetch_logit_rows(0, logit_rows_.size());
+    }
   }
 
  private:
   static constexpr int64_t kLogitRows = 16, kMaxLogitRows = 64;
+
+  // The next decode step of the same sequences, one token each, as eval_batch would issue it
+  // (Backend::begin_step_ahead), made while this one runs. Its token ids are not known yet:
+  // this step's stand in for them. The step's pages are prepared now, as eval_batch would
+  // first (a page more, or a shared page copied, goes with the sequence if no step follows).
+  void walk_ahead(std::span<const BatchItem> items, int64_t total) {
+    ahead_items_.clear();
+    if (!backend_.offers_steps_ahead()) return;
+    int64_t row = 0;
+    for (const BatchItem& item : items) {
+      auto& seq = static_cast<KvSequence&>(*item.seq);
+      const int64_t n_past = seq.n_past();
+      if (n_past + 1 > seq.capacity()) return;
+      try {
+        seq.prepare_append(1);
+      } catch (const Error&) {
+        return;  // no page left: the step itself, if it comes, reports it
+      }
+      const int32_t page = seq.pages()[static_cast<size_t>(n_past / kKvPageTokens)];
+      positions_[row++] = static_cast<int32_t>(n_past);
+      ahead_items_.push_back({&seq, seq.pages().data(), seq.pages().size(), n_past, page,
+                              seq.state_slot(), item.logits.data(), item.logits.size(),
+                              item.best_values.data(), item.best_values.size(),
+                              item.best_ids.data()});
+    }
+    graph_step_ = true;
+    if (!backend_.begin_step_ahead()) {
+      graph_step_ = false;
+      ahead_items_.clear();
+      return;
+    }
+    finish_later_ = true;
+    bool held = false;
+    try {
+      held = forward_and_project(items, total);
+    } catch (const std::exception&) {
+      // Nothing ran; the step itself, when it comes, makes its own pass and reports.
+      if (graph_step_) backend_.abort_step();
+    }
+    graph_step_ = false;
+    finish_later_ = false;
+    if (!held) ahead_items_.clear();
+  }
+
+  // Whether this step is the one walk_ahead predicted (after prepare_append, which then
+  // changed nothing in the pages it saw).
+  bool ahead_matches(std::span<const BatchItem> items) const {
+    if (ahead_items_.empty() || ahead_items_.size() != items.size()) return false;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const BatchItem& item = items[i];
+      const AheadItem& a = ahead_items_[i];
+      const auto* seq = static_cast<const KvSequence*>(item.seq);
+      if (seq != a.seq || seq->pages().data() != a.pages || seq->pages().size() != a.n_pages ||
+          seq->n_past() != a.n_past || seq->state_slot() != a.state_slot ||
+          seq->pages()[static_cast<size_t>(a.n_past / kKvPageTokens)] != a.page ||
+          item.logits.data() != a.logits || item.logits.size() != a.logits_size ||
+          item.best_values.data() != a.best_values || item.best_values.size() != a.best_k ||
+          item.best_ids.data() != a.best_ids)
+        return false;
+    }
+    return true;
+  }
 
   // False when the backend ran nothing (a replay that did not match; see eval_batch).
   bool forward_and_project(std::span<const BatchItem> items, int64_t total) {
@@ -439,6 +517,7 @@ class Qwen35Model final : public Model {
   bool project_gathered_logits() {
     const int64_t H = weights_.config().hidden;
     const auto n = static_cast<int64_t>(logit_rows_.size());
+    direct_logits_ = false;
     if (n == 0) return true;
     // Rows that already lie together (a decode step of one or more sequences) are read in
     // place; others are first gathered into mixed_, free once the trunk is done.
@@ -459,16 +538,16 @@ class Qwen35Model final : public Model {
       // One whole row (a single sequence's decode step): the product may write it straight
       // into the caller's array, with no download after it (Backend::matmul_to_host).
       const auto f = static_cast<size_t>(first);
-      if (rows == 1 && best_k_[f] == 0 && logit_dst_[f] != nullptr &&
-          backend_.matmul_to_host(output_, normed_->data(), logit_dst_[f])) {
-        if (!end_graph_step()) return false;
-        backend_.wait_host_writes();
-        continue;
-      }
-      backend_.matmul(output_, normed_->data(), rows, logits_->data());
+      direct_logits_ = rows == 1 && best_k_[f] == 0 && logit_dst_[f] != nullptr &&
+                       backend_.matmul_to_host(output_, normed_->data(), logit_dst_[f]);
+      if (!direct_logits_) backend_.matmul(output_, normed_->data(), rows, logits_->data());
       // The recorded step runs before its logits come back.
       if (!end_graph_step()) return false;
-      fetch_logit_rows(static_cast<size_t>(first), static_cast<size_t>(rows));
+      if (finish_later_) return true;  // eval_batch waits for them
+      if (direct_logits_)
+        backend_.wait_host_writes();
+      else
+        fetch_logit_rows(static_cast<size_t>(first), static_cast<size_t>(rows));
     }
     return true;
   }
@@ -540,6 +619,22 @@ class Qwen35Model final : public Model {
   std::vector<PagedSequence> paged_;
   int64_t logit_capacity_ = kLogitRows;  // rows logits_ holds
   bool graph_step_ = false;              // between begin_step and end_step
+  bool finish_later_ = false;            // the step's logits are waited for after walk_ahead
+  bool direct_logits_ = false;           // the last projection wrote them to host memory
+  // What the pass made ahead assumed of each sequence (walk_ahead); empty when none is held.
+  struct AheadItem {
+    const KvSequence* seq;
+    const int32_t* pages;
+    size_t n_pages;
+    int64_t n_past;
+    int32_t page, state_slot;
+    const float* logits;
+    size_t logits_size;
+    const float* best_values;
+    size_t best_k;
+    const int32_t* best_ids;
+  };
+  std::vector<AheadItem> ahead_items_;
   std::vector<int64_t> logit_rows_;
   std::vector<float*> logit_dst_;  // null for rows that want their best logits only
   std::vector<float*> best_values_dst_;

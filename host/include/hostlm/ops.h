@@ -136,6 +136,18 @@ class Backend {
   virtual void begin_step() {}
   virtual bool end_step() { return true; }
   virtual void abort_step() {}
+  // The next decode step's pass over the ops, made while the step just launched runs, so that
+  // the pass no longer stands between two steps on the device. begin_step_ahead starts it;
+  // its ops run and upload nothing (what they would upload is kept aside), and its end_step
+  // returns whether a recorded step matches it, which is then held. launch_ahead(tokens)
+  // launches the held step with these token ids instead of those its embed was given (the
+  // one value the pass could not know). It returns false, having done nothing, when no step
+  // is held or an op has run since the pass (it may have replaced a buffer the pass saw);
+  // any begin_step drops the held step. offers_steps_ahead says whether a pass can be made at
+  // all (recorded steps are kept); false by default: nothing is offered.
+  virtual bool offers_steps_ahead() const { return false; }
+  virtual bool begin_step_ahead() { return false; }
+  virtual bool launch_ahead(std::span<const int32_t> /*tokens*/) { return false; }
   // Copies `rows` rows of `n` floats between strided layouts (strides in floats).
   virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
                          int64_t rows, int64_t n) = 0;

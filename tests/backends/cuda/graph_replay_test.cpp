@@ -1,8 +1,9 @@
 // Decode steps replayed from recorded CUDA graphs (CudaBackend::begin_step) must give the
 // logits of the same steps launched op by op, while sequences join and leave the batch,
 // cross page boundaries and grow their attention grids; and most steps must be replays, also
-// when the batch goes back and forth between shapes (several recordings are kept). Skipped
-// where no GPU can be used.
+// when the batch goes back and forth between shapes (several recordings are kept), and most
+// of those launched from a pass made during the step before (Backend::begin_step_ahead).
+// Skipped where no GPU can be used.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,6 +71,7 @@ std::vector<float> run_schedule(
 
 struct GraphCounts {
   int recorded = -1, replayed = -1, missed = -1;
+  int ahead = 0;  // replays launched from a pass made ahead
 };
 
 // The schedule with graphs (HOSTLM_CUDA_GRAPHS_KEPT=kept when set), its logits checked
@@ -98,6 +100,8 @@ GraphCounts run_with_graphs(PluginRegistry& registry, const testing::ReferenceMo
       std::regex_search(stats, m, std::regex(R"((\d+) recorded, (\d+) replayed, (\d+) missed)")))
       << stats;
   if (m.size() == 4) c = {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3])};
+  if (std::regex_search(stats, m, std::regex(R"((\d+) of the steps they matched were launched)")))
+    c.ahead = std::stoi(m[1]);
   EXPECT_EQ(c.recorded + c.replayed, kSteps - 1) << stats;  // the first step runs live
   EXPECT_LE(c.missed, c.recorded) << stats;
   return c;
@@ -145,6 +149,18 @@ TEST(CudaGraphReplay, ReplayedDecodeStepsMatchLiveLaunches) {
   // A recording per batch shape and per power of two of pages; everything else replays.
   EXPECT_GE(c.replayed, kSteps - 20);
   EXPECT_LE(c.recorded, 20);
+  // Passes made ahead launch all but the steps after a change of batch, a recording, or one
+  // where a sequence starts a page (three sequences: about one step in eleven).
+  EXPECT_GE(c.ahead, kSteps / 2);
+  EXPECT_LE(c.ahead, c.replayed);
+
+  // Without them (HOSTLM_CUDA_AHEAD=0) every replay makes its own pass, to the same logits.
+  setenv("HOSTLM_CUDA_AHEAD", "0", 1);
+  const GraphCounts off = run_with_graphs(
+      registry, ref, want, [](int step) { return step >= 40 && step < 60; }, nullptr);
+  unsetenv("HOSTLM_CUDA_AHEAD");
+  EXPECT_EQ(off.ahead, 0);
+  EXPECT_GE(off.replayed, kSteps - 20);
 }
 
 }  // namespace

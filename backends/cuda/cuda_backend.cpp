@@ -423,13 +423,15 @@ class CudaBackend final : public Backend {
     pinned_.erase(static_cast<char*>(host));
     if (cudaHostUnregister(host) != cudaSuccess) (void)cudaGetLastError();
   }
-  // The single-token products write each warp's rows in one store (gemv_one_token.cu), so the
-  // writes cross the bus as the product runs and the logits need no download after it: on an
-  // H200 that download took 25 us a token.
+  // The single-token products write each warp's rows in one store (gemv_one_token.cu; for
+  // BF16 and F16, 32 rows at once in gemv16_staged.cu), so the writes cross the bus as the
+  // product runs and the logits need no download after it: on an H200 that download took
+  // 25 us a token (a 16-bit head's 1 MiB of logits about 40 us).
   bool matmul_to_host(const Weight& w, const float* x, float* host_y) override {
-    if (!direct_host_ || !quants::QuantMatmul::supports(w.type) || !quant_->groups(1) ||
-        pinned_.empty())
-      return false;
+    const bool whole_lines = quants::QuantMatmul::supports(w.type)
+                                 ? quant_->groups(1)
+                                 : gemv16_staged_applies(gemv16_ring_, w.type, w.cols);
+    if (!direct_host_ || !whole_lines || pinned_.empty()) return false;
     auto* p = reinterpret_cast<char*>(host_y);
     auto it = pinned_.upper_bound(p);
     if (it == pinned_.begin()) return false;

@@ -116,6 +116,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   const bool conv_rows = kEpilogue == kConvRows && j == 0;
   ConvChannel<kFusedConvMaxK> channel;
   float acc[2] = {0.f, 0.f};
+  // Plain rows: lane l keeps row group_first + l of the warp's 32-row group and the group is
+  // stored at once, so the rows leave in whole lines (a y in mapped host memory, such as the
+  // logits of Backend::matmul_to_host, then crosses the bus in a few large writes).
+  float kept = 0.f;
+  int64_t group_first = 2 * first_pair;
   for (int64_t i = 0; i < items; ++i) {
     const int chunk = static_cast<int>(i % chunks);
     const int64_t c0 = int64_t{chunk} * kChunk;
@@ -169,7 +174,12 @@ __global__ void __launch_bounds__(kWarps * 32)
       } else {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-          if (lane == 0 && r0 + r < rows) y[r0 + r] = sum[r];
+          if (lane == r0 + r - group_first) kept = sum[r];
+        const int64_t end = r0 + 2 < rows ? r0 + 2 : rows;  // rows done so far
+        if (end - group_first == 32 || i + 1 == items) {
+          if (group_first + lane < end) y[group_first + lane] = kept;
+          group_first += 32;
+        }
       }
     }
   }
@@ -298,6 +308,11 @@ bool gemv16_staged_group(Gemv16Ring ring, DType type, const Gemv16Target* target
     return launch_elem<BF16Elem>(ring, targets, n, cols, x, epilogue, stream);
   if (type == DType::F16) return launch_elem<F16Elem>(ring, targets, n, cols, x, epilogue, stream);
   return false;
+}
+
+bool gemv16_staged_applies(Gemv16Ring ring, DType type, int64_t cols) {
+  return ring.chunk != 0 && ring_available() && (type == DType::BF16 || type == DType::F16) &&
+         cols >= 8 && cols % 8 == 0;
 }
 
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,

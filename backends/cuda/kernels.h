@@ -86,6 +86,9 @@ struct Gemv16Ring {
 Gemv16Ring gemv16_ring_from_env();
 bool gemv16_staged(Gemv16Ring ring, DType type, const void* w, size_t row_bytes, int64_t rows,
                    int64_t cols, const float* x, float* y, cudaStream_t stream);
+// Whether gemv16_staged takes products of this type and width here (given aligned data).
+// Its plain rows leave a warp 32 consecutive rows at a time, as matmul_to_host needs.
+bool gemv16_staged_applies(Gemv16Ring ring, DType type, int64_t cols);
 // The same for up to kGemv16GroupMax matrices of one type and `cols` that read the same x, in
 // one launch (one ramp-up and drain instead of one each); each row's bits as alone.
 constexpr int kGemv16GroupMax = 4;

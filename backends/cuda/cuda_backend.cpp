@@ -1285,10 +1285,7 @@ class CudaBackend final : public Backend {
   // must not launch because the step is a replay.
   template <typename... Args>
   bool skip(OpKind kind, const Args&... args) {
-    if (mode_ == UploadMode::live) {
-      ++live_ops_;
-      return false;
-    }
+    if (runs_live()) return false;
     step_.op(kind, args...);
     traced(kind);
     return mode_ == UploadMode::replay;
@@ -1297,10 +1294,7 @@ class CudaBackend final : public Backend {
   // only through the grid, which the scratch size stands for).
   template <typename... Args>
   bool skip_paged(OpKind kind, const cuda::PagedBatch& b, const Args&... args) {
-    if (mode_ == UploadMode::live) {
-      ++live_ops_;
-      return false;
-    }
+    if (runs_live()) return false;
     step_.op(kind, args...);
     step_.add(b.type);
     for (int64_t v : {b.n_head_kv, b.head_dim, b.n_seq, b.rows, b.min_t, b.max_t}) step_.add(v);
@@ -1316,10 +1310,7 @@ class CudaBackend final : public Backend {
   // The same for the recurrent ops, with the sequence table they take by value.
   template <typename... Args>
   bool skip_group(OpKind kind, const cuda::RecurrentSeqs& g, const Args&... args) {
-    if (mode_ == UploadMode::live) {
-      ++live_ops_;
-      return false;
-    }
+    if (runs_live()) return false;
     step_.op(kind, args...);
     step_.add(g.n);
     for (int i = 0; i < g.n; ++i) {
@@ -1334,10 +1325,7 @@ class CudaBackend final : public Backend {
   // The same for a grouped matmul, with each matrix and output.
   bool skip_matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x,
                          int64_t T) {
-    if (mode_ == UploadMode::live) {
-      ++live_ops_;
-      return false;
-    }
+    if (runs_live()) return false;
     step_.op(kMatmulGroup, x, T, n);
     for (int j = 0; j < n; ++j) {
       step_.add(ws[j]->data);
@@ -1352,14 +1340,18 @@ class CudaBackend final : public Backend {
   // The same with the convolution of the first matrix's rows.
   bool skip_matmul_group_conv(const Weight* const* ws, float* const* ys, int n, const float* x,
                               const ConvStep& conv) {
-    if (mode_ == UploadMode::live) {
-      ++live_ops_;
-      return false;
-    }
+    if (runs_live()) return false;
     skip_matmul_group(ws, ys, n, x, 1);
     step_.op(kMatmulGroupConv, conv.weight, conv.state, conv.out, conv.channels, conv.K);
     traced(kMatmulGroupConv);
     return mode_ == UploadMode::replay;
+  }
+  // An op outside any step runs as it is called; counted, since it may replace a buffer that a
+  // pass made ahead saw (launch_ahead).
+  bool runs_live() {
+    if (mode_ != UploadMode::live) return false;
+    ++live_ops_;
+    return true;
   }
   // HOSTLM_CUDA_GRAPH_STATS=2: each op's running fingerprint, to name the first op in which a
   // step that matched no recording differs from the closest one.

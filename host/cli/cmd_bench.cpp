@@ -268,6 +268,12 @@ void add_bench_command(CLI::App& app) {
         args->threads.empty() ? std::vector<int>{0} : parse_int_list(args->threads, "-t");
     int max_prompt = 1;
     for (int p : prompts) max_prompt = std::max(max_prompt, p);
+    // The depth prefix is prefilled in batches of up to 512 tokens (llama-bench's micro-batch)
+    // also when no prompt test asks for a batch: token by token, a 65,536-token prefix of the
+    // 27B took longer than 200 s on an H200.
+    int max_depth = 0;
+    for (int d : depths) max_depth = std::max(max_depth, d);
+    const int max_batch = std::max(max_prompt, std::min(max_depth, 512));
     int max_ctx = 1;
     for (int d : depths)
       for (int p : prompts)
@@ -276,7 +282,7 @@ void add_bench_command(CLI::App& app) {
     ModelLoadOptions options;
     options.backend = args->backend;
     options.threads = threads.front();
-    options.max_batch = max_prompt;
+    options.max_batch = max_batch;
     options.max_sequences = 1;                     // llama-bench's form: one sequence
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
     LoadedModel loaded(registry, args->model, options);
@@ -327,8 +333,7 @@ void add_bench_command(CLI::App& app) {
       int prefix_depth = -1;
       if (paged) {
         const auto pages = [](int64_t n) { return (n + kKvPageTokens - 1) / kKvPageTokens; };
-        int max_depth = 0, max_new = 1;
-        for (int d : depths) max_depth = std::max(max_depth, d);
+        int max_new = 1;
         for (int p : prompts) max_new = std::max(max_new, p);
         for (int n : gens) max_new = std::max(max_new, n);
         pool = std::make_unique<KvPagePool>(*model.backend(), layout, kv,

@@ -410,6 +410,7 @@ void add_bench_command(CLI::App& app) {
                        {"model_n_params", summary.params},
                        {"backend", backend},
                        {"n_threads", r.threads},
+                       {"n_batch", max_batch},  // tokens a forward pass takes, as llama-bench's
                        {"n_prompt", r.n_prompt},
                        {"n_gen", r.n_gen},
                        {"n_depth", r.depth},

@@ -29,6 +29,17 @@ def bench(*args, check=True):
 
 
 class BenchModes(unittest.TestCase):
+    def test_depth_prefix_is_prefilled_in_batches(self):
+        # With no prompt test the batch is still sized for the depth prefix (up to 512 tokens,
+        # llama-bench's micro-batch); before, -p 0 meant one token at a time.
+        def batch(*args):
+            out = json.loads(bench(*args, "-r", "1", "-o", "json").stdout)
+            return sorted({r["n_batch"] for r in out})
+        self.assertEqual(batch("-p", "0", "-n", "2", "-d", "100"), [100])
+        self.assertEqual(batch("-p", "0", "-n", "2", "-d", "700"), [512])
+        self.assertEqual(batch("-p", "24", "-n", "2", "-d", "10"), [24])
+        self.assertEqual(batch("-p", "0", "-n", "2"), [1])
+
     def test_streams_format_and_ttft_json(self):
         out = json.loads(bench("--parallel", "1,3", "-p", "24", "-n", "48", "--format", SHORT_SCHEMA,
                                "--ttft-prefix", "96", "--ttft-new", "8", "-o", "json").stdout)

@@ -209,7 +209,8 @@ def markdown(steps, rows, reports):
                          f"KV {r.get('type_k', '?')}/{r.get('type_v', '?')}.")
         if s["engine"] == "hostlm" and "hostlm" not in seen:
             seen.add("hostlm")
-            notes.append(f"hostlm: backend {r.get('backend', '?')}, {r.get('n_threads', '?')} threads.")
+            notes.append(f"hostlm: backend {r.get('backend', '?')}, {r.get('n_threads', '?')} threads, "
+                         f"batch {r.get('n_batch', '?')}.")
     failed = [s for s in steps if s["status"] != "ok"]
     for s in failed:
         notes.append(f"{s['engine']} on {s['file']} at depth {s['depth']}: {s['status']} "

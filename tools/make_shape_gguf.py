@@ -32,8 +32,8 @@ llama.cpp's rules without an importance matrix), ported in `choose_types` below:
   Q6_K -> Q8_0), which no released shape needs.
 tests/cli/test_shape_gguf.py checks the choice against `hostlm quantize` on test256.
 
-Tensors are written one at a time as they are generated (never the whole model in memory:
-at most one tensor, about 2.5 GB for the 27B F16 embeddings, 1 GB quantized).
+Tensors are written one at a time, the next one drawn (on every core) while one is written,
+so at most two are in memory (about 2.5 GB each for the 27B F16 embeddings, 1 GB quantized).
 
 --tokenizer FILE.json puts another vocabulary in the file instead, padded the same way: the
 real Qwen3.5 one (`tools/make_tokenizer_reference.py --qwen35-real DIR` writes it) makes the
@@ -41,7 +41,9 @@ grammar-constrained benchmarks (`hostlm bench --format`) run over the real 248K 
 """
 
 import argparse
+import concurrent.futures
 import json
+import os
 import pathlib
 import sys
 import time
@@ -298,18 +300,26 @@ def tensor_plan(s, rng):
     return plan
 
 
-def float_matrix(rng, rows, cols, std, dtype):
-    """Normal values of std `std` as F16 or BF16 (uint16 words), drawn in row chunks into the
-    output so that only one tensor is held (the draws are those of a single call)."""
+def float_matrix(seed, index, rows, cols, std, dtype, pool):
+    """Normal values of std `std` as F16 or BF16 (uint16 words). Row chunks are drawn in
+    parallel, each from a generator of its own (seeded by the file's seed, the tensor's index
+    and the chunk's), so a 27B BF16 file is not bound to one core; F16 and BF16 files of one
+    seed hold the same draws, BF16 rounded from them."""
     out = np.empty((rows, cols), dtype=np.float16 if dtype == Q.F16 else np.uint16)
-    step = max(1, (1 << 24) // cols)
-    for r0 in range(0, rows, step):
-        x = rng.standard_normal((min(step, rows - r0), cols), dtype=np.float32) * std
+    step = max(1, (1 << 22) // cols)
+
+    def fill(chunk):
+        r0 = chunk * step
+        gen = np.random.Generator(np.random.SFC64(np.random.SeedSequence([seed, index, chunk])))
+        x = gen.standard_normal((min(step, rows - r0), cols), dtype=np.float32)
+        x *= std
         if dtype == Q.F16:
             out[r0:r0 + len(x)] = x.astype(np.float16)
         else:  # round to nearest even; the values are finite
-            u = x.astype(np.float32).view(np.uint32)
+            u = x.view(np.uint32)
             out[r0:r0 + len(x)] = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+    list(pool.map(fill, range((rows + step - 1) // step)))
     return out
 
 
@@ -327,8 +337,8 @@ def main() -> int:
     H, L = s["hidden"], s["layers"]
     v_heads, ROT_DIMS, K_HEADS, DK, VOCAB = s["v_heads"], s["rot_dims"], s["k_heads"], s["dk"], s["vocab"]
     rng = np.random.default_rng(args.seed)
-    # Quantized blocks draw from generators of their own, fast ones (SFC64); BF16 rounds the
-    # values of the F16 file of the same seed.
+    # Matrices draw from generators of their own, fast ones (SFC64); BF16 rounds the values of
+    # the F16 file of the same seed.
     bulk = np.random.SFC64(args.seed)
     gen = np.random.Generator(np.random.SFC64(args.seed + 1))
     started = time.monotonic()
@@ -382,15 +392,28 @@ def main() -> int:
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
-    for (name, shape, spec), t in zip(plan, types):
+    # The next tensor is drawn while this one is written: a 54 GB BF16 file is bound by the
+    # disk, not by the draws.
+    pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
+    ahead = concurrent.futures.ThreadPoolExecutor(1)
+
+    def draw(index):
+        (name, shape, spec), t = plan[index], types[index]
         if t is None:
-            data = spec()
-        elif t in (Q.F16, Q.BF16):
-            data = float_matrix(rng, *shape, spec, t)
-        else:
-            data = quantized_matrix(t, *shape, spec, bulk, gen)
+            return spec()
+        if t in (Q.F16, Q.BF16):
+            return float_matrix(args.seed, index, *shape, spec, t, pool)
+        return quantized_matrix(t, *shape, spec, bulk, gen)
+
+    next_data = ahead.submit(draw, 0)
+    for index in range(len(plan)):
+        data = next_data.result()
+        if index + 1 < len(plan):
+            next_data = ahead.submit(draw, index + 1)
         w.write_tensor_data(data)
         del data
+    ahead.shutdown()
+    pool.shutdown()
     w.close()
     print(f"wrote {args.out} ({args.out.stat().st_size / 2**20:.0f} MiB, {args.type}) in "
           f"{time.monotonic() - started:.0f} s", file=sys.stderr)

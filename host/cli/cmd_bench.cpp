@@ -102,6 +102,51 @@ ModelSummary summarize(const ModelFiles& files) {
   return s;
 }
 
+// A depth prefix that runs start from: its KV pages stay retained in the pool and its
+// recurrent state is a host copy, so that it needs no state slot of its own on the device.
+struct HeldPrefix {
+  explicit HeldPrefix(KvPagePool* pages_from) : pool(pages_from) {}
+  HeldPrefix(const HeldPrefix&) = delete;
+  HeldPrefix& operator=(const HeldPrefix&) = delete;
+  ~HeldPrefix() { clear(); }
+
+  void keep(KvSequence& seq, int n_tokens) {
+    for (int32_t page : seq.pages()) {
+      pool->retain(page);
+      pages.push_back(page);
+    }
+    RecurrentStateSlots& slots = seq.states();
+    for (const auto& part : slots.parts()) {
+      state.emplace_back(part.slot_floats);
+      if (part.slot_floats > 0)
+        part.backend->download(state.back().data(), slots.part_slot(part, seq.state_slot()),
+                               part.slot_floats);
+    }
+    depth = n_tokens;
+  }
+  void restore(KvSequence& seq) const {
+    seq.adopt_prefix(pages, depth);
+    RecurrentStateSlots& slots = seq.states();
+    for (size_t i = 0; i < slots.parts().size(); ++i) {
+      const auto& part = slots.parts()[i];
+      if (part.slot_floats > 0)
+        part.backend->upload(slots.part_slot(part, seq.state_slot()), state[i].data(),
+                             part.slot_floats);
+    }
+  }
+  void clear() {
+    for (int32_t page : pages) pool->release(page);
+    pages.clear();
+    state.clear();
+    depth = -1;
+  }
+
+  KvPagePool* pool;
+  std::vector<int32_t> pages;
+  std::vector<std::vector<float>> state;  // per part of the state slots
+  int depth = -1;
+};
+
 struct Result {
   std::string test;
   int threads = 0, n_prompt = 0, n_gen = 0, depth = 0;
@@ -323,14 +368,14 @@ void add_bench_command(CLI::App& app) {
           t > 0 ? t : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       // The depth prefix is evaluated once per depth, as llama-bench does, and each run
       // starts from it: a sequence of the shared page pool adopts its pages (a shared page is
-      // copied before it is written) and a copy of its recurrent state. A model without the
-      // host's paged cache makes its own sequences and evaluates the prefix every run.
+      // copied before it is written) and a copy of its recurrent state, which waits in host
+      // memory (llama-bench keeps its saved sequence state there too), so the device holds
+      // one state slot at every depth. A model without the host's paged cache makes its own
+      // sequences and evaluates the prefix every run.
       const CacheLayout layout = model.cache_layout();
       const bool paged = !layout.empty() && model.backend() != nullptr;
       std::unique_ptr<KvPagePool> pool;
       std::unique_ptr<RecurrentStateSlots> slots;
-      std::unique_ptr<KvSequence> prefix;
-      int prefix_depth = -1;
       if (paged) {
         const auto pages = [](int64_t n) { return (n + kKvPageTokens - 1) / kKvPageTokens; };
         int max_new = 1;
@@ -338,28 +383,23 @@ void add_bench_command(CLI::App& app) {
         for (int n : gens) max_new = std::max(max_new, n);
         pool = std::make_unique<KvPagePool>(*model.backend(), layout, kv,
                                             pages(max_depth) + pages(max_new) + 2);
-        // A second recurrent-state slot only holds the depth prefix each run starts from; at
-        // depth 0 it would be memory llama-bench does not hold (150 MiB on the 27B shape).
-        slots =
-            std::make_unique<RecurrentStateSlots>(*model.backend(), layout, max_depth > 0 ? 2 : 1);
+        slots = std::make_unique<RecurrentStateSlots>(*model.backend(), layout, 1);
       }
+      HeldPrefix prefix(pool.get());  // released before the pool
       auto sequence_at = [&](int depth) -> std::unique_ptr<Sequence> {
         if (!paged) {
           auto seq = model.new_sequence(max_ctx);
           if (depth > 0) model.eval(*seq, random_tokens(depth), false, logits);
           return seq;
         }
-        if (depth > 0 && depth != prefix_depth) {
-          prefix.reset();  // its pages and slot go back first
-          prefix = std::make_unique<KvSequence>(*pool, *slots, depth);
-          model.eval(*prefix, random_tokens(depth), false, logits);
-          prefix_depth = depth;
+        if (depth > 0 && depth != prefix.depth) {
+          prefix.clear();
+          KvSequence first(*pool, *slots, depth);
+          model.eval(first, random_tokens(depth), false, logits);
+          prefix.keep(first, depth);
         }
         auto seq = std::make_unique<KvSequence>(*pool, *slots, max_ctx);
-        if (depth > 0) {
-          seq->adopt_prefix(prefix->pages(), depth);
-          copy_state(*slots, seq->state_slot(), *slots, prefix->state_slot());
-        }
+        if (depth > 0) prefix.restore(*seq);
         return seq;
       };
       auto run = [&](int depth, int n_prompt, int n_gen) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "common.cuh"
 #include "kernels.h"
@@ -277,33 +278,165 @@ __device__ __forceinline__ float* partial_at(float* scratch, int64_t r, int64_t 
   return scratch + ((r * n_head + h) * splits + split) * (hd + 2);
 }
 
-template <template <int> class Kv, int kGroup, int kLaneDims>
+// The shape constants of a split kernel: kG score slots per key (heads padded to a power of
+// two score 0), kKeys consecutive keys per warp step (within one page), kSlots = kKeys * kG.
+template <int kGroup, int kLaneDims>
+struct SplitShape {
+  static constexpr int kHd = 32 * kLaneDims;
+  static constexpr int kG = pow2_at_least(kGroup);
+  static constexpr int kKeys = kG >= 8 ? 32 / kG : 8;
+  static constexpr int kSlots = kKeys * kG;
+  static_assert(kSlots <= 32 && kPage % kKeys == 0, "a warp step is one page's keys");
+};
+
+// One warp step: keys j0 .. j0 + kKeys - 1 (those below `end`), whose rows are kr and vr,
+// folded into the online softmax of the kGroup heads (mx, sum: head lane % kG's) and their
+// outputs acc.
+template <class Load, int kGroup, int kLaneDims>
+__device__ __forceinline__ void attend_step(
+    const typename Load::Raw (&kr)[SplitShape<kGroup, kLaneDims>::kKeys],
+    const typename Load::Raw (&vr)[SplitShape<kGroup, kLaneDims>::kKeys], int64_t j0, int64_t end,
+    const float (&qr)[kGroup][kLaneDims], float& mx, float& sum, float (&acc)[kGroup][kLaneDims],
+    int lane) {
+  using Shape = SplitShape<kGroup, kLaneDims>;
+  constexpr int kG = Shape::kG, kKeys = Shape::kKeys, kSlots = Shape::kSlots;
+  const int slot = lane % kSlots, slot_key = slot / kG;
+  float dots[kSlots];
+#pragma unroll
+  for (int k = 0; k < kKeys; ++k)
+#pragma unroll
+    for (int h = 0; h < kG; ++h) {
+      float dot = 0.f;
+      if (h < kGroup && j0 + k < end)
+#pragma unroll
+        for (int i = 0; i < kLaneDims; ++i) dot += qr[h][i] * Load::at(kr[k], i);
+      dots[k * kG + h] = dot;
+    }
+  // Every lane takes part in the shuffles; keys past the end are masked afterwards.
+  float score = transpose_sum(dots, lane);
+  if (j0 + slot_key >= end) score = -INFINITY;
+  float step_max = score;
+#pragma unroll
+  for (int o = kG; o < 32; o *= 2) step_max = fmaxf(step_max, __shfl_xor_sync(~0u, step_max, o));
+  const float new_max = fmaxf(mx, step_max);    // finite: key j0 is visible
+  const float correction = expf(mx - new_max);  // 0 on the first step
+  const float p = expf(score - new_max);
+  float step_sum = p;
+#pragma unroll
+  for (int o = kG; o < kSlots; o *= 2) step_sum += __shfl_xor_sync(~0u, step_sum, o);
+  sum = sum * correction + step_sum;
+  mx = new_max;
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h) {
+    const float c = __shfl_sync(~0u, correction, h);
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) acc[h][i] *= c;
+  }
+#pragma unroll
+  for (int k = 0; k < kKeys; ++k) {
+    if (j0 + k >= end) break;  // uniform over the warp
+#pragma unroll
+    for (int h = 0; h < kGroup; ++h) {
+      const float pk = __shfl_sync(~0u, p, k * kG + h);
+#pragma unroll
+      for (int i = 0; i < kLaneDims; ++i) acc[h][i] += pk * Load::at(vr[k], i);
+    }
+  }
+}
+
+// Shared memory where the warps of a split kernel merge.
+template <int kGroup, int kLaneDims>
+struct WarpMerge {
+  float max[kSplitWarps][kGroup], sum[kSplitWarps][kGroup];
+  float acc[kSplitWarps][kGroup][32 * kLaneDims];
+};
+
+// Merges the block's warps and writes the output rows of KV head g's query heads (one split)
+// or this split's partial results.
+template <int kGroup, int kLaneDims>
+__device__ __forceinline__ void merge_warps(WarpMerge<kGroup, kLaneDims>& m, float mx, float sum,
+                                            const float (&acc)[kGroup][kLaneDims], int64_t r,
+                                            int64_t g, int split, int splits, int64_t n_head,
+                                            float* scratch, float* out) {
+  constexpr int kHd = 32 * kLaneDims;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane < kGroup) {
+    m.max[warp][lane] = mx;
+    m.sum[warp][lane] = sum;
+  }
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h)
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) m.acc[warp][h][lane * kLaneDims + i] = acc[h][i];
+  __syncthreads();
+  for (int e = threadIdx.x; e < kGroup * kHd; e += kSplitThreads) {
+    const int h = e / kHd, d = e % kHd;
+    float top = -INFINITY;
+    for (int w = 0; w < kSplitWarps; ++w) top = fmaxf(top, m.max[w][h]);
+    float total = 0.f, value = 0.f;
+    if (top != -INFINITY)
+      for (int w = 0; w < kSplitWarps; ++w) {
+        const float f = expf(m.max[w][h] - top);
+        total += m.sum[w][h] * f;
+        value += m.acc[w][h][d] * f;
+      }
+    const int64_t head = g * kGroup + h;
+    if (splits == 1) {
+      out[r * n_head * kHd + head * kHd + d] = value / total;
+    } else {
+      float* part = partial_at(scratch, r, head, split, splits, n_head, kHd);
+      part[d] = value;
+      if (d == 0) {
+        part[kHd] = top;
+        part[kHd + 1] = total;
+      }
+    }
+  }
+}
+
+// The kGroup query heads of KV head g for batch row r, scaled, as a lane holds them.
+template <int kGroup, int kLaneDims>
+__device__ __forceinline__ void load_queries(float (&qr)[kGroup][kLaneDims], const float* q,
+                                             size_t q_stride, int64_t r, int64_t g, float scale,
+                                             int lane) {
+  constexpr int kHd = 32 * kLaneDims;
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h)
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i)
+      qr[h][i] = q[r * q_stride + (g * kGroup + h) * kHd + lane * kLaneDims + i] * scale;
+}
+
+// The keys of split `split` of row r's sequence: [first, end), `first` on a page boundary.
+// Each sequence's own keys are cut into `splits` runs of whole pages, computed here from its
+// length on the device, so the launch's arguments do not change as the context grows (a
+// recorded decode step replays unchanged; see CudaBackend::begin_step).
+__device__ __forceinline__ void split_range(const PagedSeqDesc& desc, int64_t r, int split,
+                                            int splits, int64_t& first, int64_t& end) {
+  const int64_t visible = desc.n_past + (r - desc.row) + 1;
+  const int64_t seq_pages = (desc.n_past + desc.T + kPage - 1) / kPage;
+  const int64_t keys_per_split = (seq_pages + splits - 1) / splits * kPage;
+  first = split * keys_per_split;
+  end = min(visible, first + keys_per_split);
+}
+
+template <template <int> class Kv, int kGroup, int kLaneDims, bool kPipelined>
 __global__ void __launch_bounds__(kSplitThreads)
     paged_attention_split_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
                                  float scale, int splits, float* scratch, float* out, bool early) {
   if (!early) pdl_begin();
   using Load = Kv<kLaneDims>;
-  constexpr int kHd = 32 * kLaneDims;
-  constexpr int kG = pow2_at_least(kGroup);     // score slots per key (padded heads score 0)
-  constexpr int kKeys = kG >= 8 ? 32 / kG : 8;  // keys per warp step, within one page
-  constexpr int kSlots = kKeys * kG;
-  static_assert(kSlots <= 32 && kPage % kKeys == 0, "a warp step is one page's keys");
-  __shared__ float sm_max[kSplitWarps][kGroup], sm_sum[kSplitWarps][kGroup];
-  __shared__ float sm_acc[kSplitWarps][kGroup][kHd];
+  using Shape = SplitShape<kGroup, kLaneDims>;
+  constexpr int kHd = Shape::kHd, kKeys = Shape::kKeys;
+  __shared__ WarpMerge<kGroup, kLaneDims> merge;
   const int64_t r = blockIdx.x;
   const int64_t g = blockIdx.y;
   const int split = static_cast<int>(blockIdx.z);
   const int32_t s = b.row_to_seq[r];
   if (s < 0 || left_to_flash(b, s)) return;
   const PagedSeqDesc desc = b.descs[s];
-  const int64_t visible = desc.n_past + (r - desc.row) + 1;
-  // Each sequence's own keys are cut into `splits` runs of whole pages, computed here from
-  // its length on the device, so the launch's arguments do not change as the context grows
-  // (a recorded decode step replays unchanged; see CudaBackend::begin_step).
-  const int64_t seq_pages = (desc.n_past + desc.T + kPage - 1) / kPage;
-  const int64_t keys_per_split = (seq_pages + splits - 1) / splits * kPage;
-  const int64_t first = split * keys_per_split;
-  const int64_t end = min(visible, first + keys_per_split);
+  int64_t first, end;
+  split_range(desc, r, split, splits, first, end);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t head_offset = segment_offset(b.type, g * kHd);
   const char* k_base = b.k + desc.k_offset + head_offset;
@@ -326,101 +459,38 @@ __global__ void __launch_bounds__(kSplitThreads)
   if (early) pdl_begin();
 
   float qr[kGroup][kLaneDims];
-#pragma unroll
-  for (int h = 0; h < kGroup; ++h)
-#pragma unroll
-    for (int i = 0; i < kLaneDims; ++i)
-      qr[h][i] = q[r * q_stride + (g * kGroup + h) * kHd + lane * kLaneDims + i] * scale;
+  load_queries(qr, q, q_stride, r, g, scale, lane);
   // The softmax state of head lane % kG, and every head's share of the output.
   float mx = -INFINITY, sum = 0.f;
   float acc[kGroup][kLaneDims] = {};
-  const int slot = lane % kSlots, slot_key = slot / kG;
-  for (int64_t j0 = j_first; j0 < end; j0 += kSplitWarps * kKeys) {
-    if (!(preloaded && j0 == j_first)) {
-      const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]) +
-                             b.row_bytes * static_cast<size_t>(j0 % kPage);
-#pragma unroll
-      for (int k = 0; k < kKeys; ++k)
-        if (j0 + k < end) kr[k] = Load::load(k_base + page_at + b.row_bytes * k, lane);
-#pragma unroll
-      for (int k = 0; k < kKeys; ++k)
-        if (j0 + k < end) vr[k] = Load::load(v_base + page_at + b.row_bytes * k, lane);
-    }
-    float dots[kSlots];
+  // Row loads of the keys j .. j + kKeys - 1 that are visible, into rows[].
+  const auto load_rows = [&](typename Load::Raw(&rows)[kKeys], const char* base, int64_t j) {
+    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j / kPage]) +
+                           b.row_bytes * static_cast<size_t>(j % kPage);
 #pragma unroll
     for (int k = 0; k < kKeys; ++k)
-#pragma unroll
-      for (int h = 0; h < kG; ++h) {
-        float dot = 0.f;
-        if (h < kGroup && j0 + k < end)
-#pragma unroll
-          for (int i = 0; i < kLaneDims; ++i) dot += qr[h][i] * Load::at(kr[k], i);
-        dots[k * kG + h] = dot;
-      }
-    // Every lane takes part in the shuffles; keys past the end are masked afterwards.
-    float score = transpose_sum(dots, lane);
-    if (j0 + slot_key >= end) score = -INFINITY;
-    float step_max = score;
-#pragma unroll
-    for (int o = kG; o < 32; o *= 2) step_max = fmaxf(step_max, __shfl_xor_sync(~0u, step_max, o));
-    const float new_max = fmaxf(mx, step_max);    // finite: key j0 is visible
-    const float correction = expf(mx - new_max);  // 0 on the first step
-    const float p = expf(score - new_max);
-    float step_sum = p;
-#pragma unroll
-    for (int o = kG; o < kSlots; o *= 2) step_sum += __shfl_xor_sync(~0u, step_sum, o);
-    sum = sum * correction + step_sum;
-    mx = new_max;
-#pragma unroll
-    for (int h = 0; h < kGroup; ++h) {
-      const float c = __shfl_sync(~0u, correction, h);
-#pragma unroll
-      for (int i = 0; i < kLaneDims; ++i) acc[h][i] *= c;
+      if (j + k < end) rows[k] = Load::load(base + page_at + b.row_bytes * k, lane);
+  };
+  constexpr int64_t kStride = kSplitWarps * kKeys;
+  // Pipelined: a step's key rows were requested one step earlier, so a warp's loads are in
+  // flight while it computes (with few warps per SM at long context, a warp that loads and
+  // then waits leaves the memory idle); its value rows are requested at the step's start and
+  // first used after the scores.
+  if (kPipelined && !preloaded && j_first < end) load_rows(kr, k_base, j_first);
+  for (int64_t j0 = j_first; j0 < end; j0 += kStride) {
+    typename Load::Raw next[kKeys];
+    if (!(preloaded && j0 == j_first)) {
+      if (!kPipelined) load_rows(kr, k_base, j0);
+      load_rows(vr, v_base, j0);
     }
+    if (kPipelined && j0 + kStride < end) load_rows(next, k_base, j0 + kStride);
+    attend_step<Load, kGroup, kLaneDims>(kr, vr, j0, end, qr, mx, sum, acc, lane);
+    if constexpr (kPipelined) {
 #pragma unroll
-    for (int k = 0; k < kKeys; ++k) {
-      if (j0 + k >= end) break;  // uniform over the warp
-#pragma unroll
-      for (int h = 0; h < kGroup; ++h) {
-        const float pk = __shfl_sync(~0u, p, k * kG + h);
-#pragma unroll
-        for (int i = 0; i < kLaneDims; ++i) acc[h][i] += pk * Load::at(vr[k], i);
-      }
+      for (int k = 0; k < kKeys; ++k) kr[k] = next[k];
     }
   }
-  // Merge the warps.
-  if (lane < kGroup) {
-    sm_max[warp][lane] = mx;
-    sm_sum[warp][lane] = sum;
-  }
-#pragma unroll
-  for (int h = 0; h < kGroup; ++h)
-#pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) sm_acc[warp][h][lane * kLaneDims + i] = acc[h][i];
-  __syncthreads();
-  for (int e = threadIdx.x; e < kGroup * kHd; e += kSplitThreads) {
-    const int h = e / kHd, d = e % kHd;
-    float m = -INFINITY;
-    for (int w = 0; w < kSplitWarps; ++w) m = fmaxf(m, sm_max[w][h]);
-    float total = 0.f, value = 0.f;
-    if (m != -INFINITY)
-      for (int w = 0; w < kSplitWarps; ++w) {
-        const float f = expf(sm_max[w][h] - m);
-        total += sm_sum[w][h] * f;
-        value += sm_acc[w][h][d] * f;
-      }
-    const int64_t head = g * kGroup + h;
-    if (splits == 1) {
-      out[r * n_head * kHd + head * kHd + d] = value / total;
-    } else {
-      float* part = partial_at(scratch, r, head, split, splits, n_head, kHd);
-      part[d] = value;
-      if (d == 0) {
-        part[kHd] = m;
-        part[kHd + 1] = total;
-      }
-    }
-  }
+  merge_warps(merge, mx, sum, acc, r, g, split, splits, n_head, scratch, out);
 }
 
 // out = the splits' partial results merged: one block per (row, head).
@@ -457,6 +527,16 @@ bool split_kernel_fits(const PagedBatch& b, int64_t n_head) {
          (group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8);
 }
 
+// Whether the split kernel requests a step's key rows one step ahead
+// (HOSTLM_CUDA_ATTENTION_PIPELINE=0 turns it off).
+bool pipelined() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_ATTENTION_PIPELINE");
+    return env == nullptr || env[0] != '0';
+  }();
+  return on;
+}
+
 // Splits of the keys: enough blocks to fill the GPU twice over, about two pages each. The
 // longest context counts in powers of two of pages, so the count, the grid and the scratch
 // size change only at those lengths and decode steps in between launch identically.
@@ -475,27 +555,39 @@ int split_count(const PagedBatch& b) {
   return static_cast<int>(std::max<int64_t>(1, std::min(want, bucket / 2)));
 }
 
+template <template <int> class Kv, int kGroup, int kLaneDims>
+void launch_split_dims(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
+                       float scale, int splits, float* scratch, float* out, cudaStream_t stream,
+                       bool early) {
+  const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
+                  static_cast<unsigned>(splits));
+  if (pipelined())
+    launch_kernel(paged_attention_split_kernel<Kv, kGroup, kLaneDims, true>, grid, kSplitThreads, 0,
+                  stream, b, q, q_stride, n_head, scale, splits, scratch, out, early);
+  else
+    launch_kernel(paged_attention_split_kernel<Kv, kGroup, kLaneDims, false>, grid, kSplitThreads,
+                  0, stream, b, q, q_stride, n_head, scale, splits, scratch, out, early);
+}
+
 template <template <int> class Kv, int kGroup>
 void launch_split(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head, float scale,
                   int splits, float* scratch, float* out, cudaStream_t stream, bool early) {
-  const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
-                  static_cast<unsigned>(splits));
   switch (lane_dims(b.head_dim)) {
     case 1:
-      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 1>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, early);
+      launch_split_dims<Kv, kGroup, 1>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                       early);
       break;
     case 2:
-      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 2>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, early);
+      launch_split_dims<Kv, kGroup, 2>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                       early);
       break;
     case 4:
-      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 4>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, early);
+      launch_split_dims<Kv, kGroup, 4>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                       early);
       break;
     default:
-      launch_kernel(paged_attention_split_kernel<Kv, kGroup, 8>, grid, kSplitThreads, 0, stream, b,
-                    q, q_stride, n_head, scale, splits, scratch, out, early);
+      launch_split_dims<Kv, kGroup, 8>(b, q, q_stride, n_head, scale, splits, scratch, out, stream,
+                                       early);
   }
 }
 

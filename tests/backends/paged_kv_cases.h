@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hostlm/half.h"
@@ -51,15 +52,21 @@ struct PagedScenario {
 
 constexpr int64_t kScenarioPages = 48;
 
-inline PagedScenario make_scenario(const PagedCase& c, uint32_t seed) {
+// The default batch, or sequences of the given cached and new lengths over `pages` pages.
+inline PagedScenario make_scenario(const PagedCase& c, uint32_t seed,
+                                   std::vector<int64_t> n_past = {0, 45, 100},
+                                   std::vector<int64_t> T = {70, 1, 37},
+                                   int64_t pages = kScenarioPages) {
   PagedScenario sc;
   sc.c = c;
+  sc.n_past = std::move(n_past);
+  sc.T = std::move(T);
   sc.layout.n_kv_layers = 1;
   sc.layout.n_head_kv = c.n_head_kv;
   sc.layout.head_dim = c.head_dim;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  std::vector<int32_t> ids(kScenarioPages);
+  std::vector<int32_t> ids(static_cast<size_t>(pages));
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), rng);
   size_t next = 0;

@@ -110,6 +110,43 @@ TEST_P(CudaPagedKv, StoreAndAttentionMatchCpu) {
   }
 }
 
+// Decode rows a few thousand keys out, where the split kernel's warps run many pipelined
+// steps (each step's key rows requested one step ahead), with every query-group size Qwen3.5
+// has and a short head; a chunk of four rows rides along. The same outputs as the CPU's.
+TEST(CudaPagedKvLong, DecodeRowsFarOutMatchCpu) {
+  std::string why;
+  auto gpu = testing::cuda_backend_or_reason(why);
+  if (!gpu) GTEST_SKIP() << "no usable CUDA backend: " << why;
+  auto cpu = create_backend("cpu");
+  const std::vector<PagedCase> cases = {{DType::F16, 16, 4, 256, "f16_gqa4_hd256"},
+                                        {DType::F16, 24, 4, 256, "f16_gqa6_hd256"},
+                                        {DType::F16, 8, 4, 64, "f16_gqa2_hd64"}};
+  for (const PagedCase& c : cases) {
+    constexpr int64_t kPages = 320;
+    const auto sc = testing::make_scenario(c, 41, {3000, 4100, 2500}, {1, 1, 4}, kPages);
+    KvPagePool cpu_pool(*cpu, sc.layout, c.type, kPages);
+    KvPagePool gpu_pool(*gpu, sc.layout, c.type, kPages);
+    const auto cpu_batch = testing::fill_pages(*cpu, cpu_pool, sc);
+    const auto gpu_batch = testing::fill_pages(*gpu, gpu_pool, sc);
+    const int64_t width = c.n_head * c.head_dim;
+    const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+    std::vector<float> want(static_cast<size_t>(sc.rows * width)), got(want.size());
+    cpu->paged_attention(cpu_batch, sc.q.data(), static_cast<size_t>(width), c.n_head, scale,
+                         want.data());
+    auto q = testing::on_backend(*gpu, sc.q);
+    auto out = gpu->alloc(want.size());
+    gpu->paged_attention(gpu_batch, q->data(), static_cast<size_t>(width), c.n_head, scale,
+                         out->data());
+    gpu->download(got.data(), out->data(), got.size());
+    double worst = 0, top = 1e-30;
+    for (size_t j = 0; j < got.size(); ++j) {
+      worst = std::max(worst, static_cast<double>(std::abs(got[j] - want[j])));
+      top = std::max(top, static_cast<double>(std::abs(want[j])));
+    }
+    EXPECT_LE(worst, 1e-5 * top) << c.name;
+  }
+}
+
 // The keys' norm and rotation with the store into the pages in one call: the same queries,
 // keys and page bytes as qk_norm_rope followed by kv_store (F32 and F16 pages take one launch,
 // Q8_0 the two ops), over the scenario's mixed batch with a partial rotation.

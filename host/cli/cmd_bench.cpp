@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -101,51 +102,6 @@ ModelSummary summarize(const ModelFiles& files) {
   }
   return s;
 }
-
-// A depth prefix that runs start from: its KV pages stay retained in the pool and its
-// recurrent state is a host copy, so that it needs no state slot of its own on the device.
-struct HeldPrefix {
-  explicit HeldPrefix(KvPagePool* pages_from) : pool(pages_from) {}
-  HeldPrefix(const HeldPrefix&) = delete;
-  HeldPrefix& operator=(const HeldPrefix&) = delete;
-  ~HeldPrefix() { clear(); }
-
-  void keep(KvSequence& seq, int n_tokens) {
-    for (int32_t page : seq.pages()) {
-      pool->retain(page);
-      pages.push_back(page);
-    }
-    RecurrentStateSlots& slots = seq.states();
-    for (const auto& part : slots.parts()) {
-      state.emplace_back(part.slot_floats);
-      if (part.slot_floats > 0)
-        part.backend->download(state.back().data(), slots.part_slot(part, seq.state_slot()),
-                               part.slot_floats);
-    }
-    depth = n_tokens;
-  }
-  void restore(KvSequence& seq) const {
-    seq.adopt_prefix(pages, depth);
-    RecurrentStateSlots& slots = seq.states();
-    for (size_t i = 0; i < slots.parts().size(); ++i) {
-      const auto& part = slots.parts()[i];
-      if (part.slot_floats > 0)
-        part.backend->upload(slots.part_slot(part, seq.state_slot()), state[i].data(),
-                             part.slot_floats);
-    }
-  }
-  void clear() {
-    for (int32_t page : pages) pool->release(page);
-    pages.clear();
-    state.clear();
-    depth = -1;
-  }
-
-  KvPagePool* pool;
-  std::vector<int32_t> pages;
-  std::vector<std::vector<float>> state;  // per part of the state slots
-  int depth = -1;
-};
 
 struct Result {
   std::string test;
@@ -385,21 +341,22 @@ void add_bench_command(CLI::App& app) {
                                             pages(max_depth) + pages(max_new) + 2);
         slots = std::make_unique<RecurrentStateSlots>(*model.backend(), layout, 1);
       }
-      HeldPrefix prefix(pool.get());  // released before the pool
+      std::optional<HeldPrefix> prefix;  // released before the pool
+      if (paged) prefix.emplace(*pool);
       auto sequence_at = [&](int depth) -> std::unique_ptr<Sequence> {
         if (!paged) {
           auto seq = model.new_sequence(max_ctx);
           if (depth > 0) model.eval(*seq, random_tokens(depth), false, logits);
           return seq;
         }
-        if (depth > 0 && depth != prefix.depth) {
-          prefix.clear();
+        if (depth > 0 && depth != prefix->n_tokens()) {
+          prefix->clear();  // its pages go back first
           KvSequence first(*pool, *slots, depth);
           model.eval(first, random_tokens(depth), false, logits);
-          prefix.keep(first, depth);
+          prefix->keep(first);
         }
         auto seq = std::make_unique<KvSequence>(*pool, *slots, max_ctx);
-        if (depth > 0) prefix.restore(*seq);
+        if (depth > 0) prefix->restore(*seq);
         return seq;
       };
       auto run = [&](int depth, int n_prompt, int n_gen) {

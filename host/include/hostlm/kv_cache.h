@@ -191,4 +191,30 @@ class KvSequence final : public Sequence {
   std::vector<int32_t> pages_;
 };
 
+// A sequence's cache kept for later sequences to start from, holding no state slot: its KV
+// pages stay retained in the pool and its recurrent state is copied into host memory (as
+// llama-bench keeps a saved sequence state; `hostlm bench` starts each depth run from one).
+class HeldPrefix {
+ public:
+  explicit HeldPrefix(KvPagePool& pool) : pool_(&pool) {}
+  HeldPrefix(const HeldPrefix&) = delete;
+  HeldPrefix& operator=(const HeldPrefix&) = delete;
+  ~HeldPrefix() { clear(); }
+
+  // Keeps `seq`'s pages and a copy of its state, replacing what was held.
+  void keep(KvSequence& seq);
+  // Starts the empty sequence `seq` (of the same pool and state layout) from the held prefix.
+  void restore(KvSequence& seq) const;
+  // Releases the pages and the copy.
+  void clear();
+  // Tokens held, or -1 when nothing is.
+  int64_t n_tokens() const { return n_tokens_; }
+
+ private:
+  KvPagePool* pool_;
+  std::vector<int32_t> pages_;
+  std::vector<std::vector<float>> state_;  // per part of the state slots
+  int64_t n_tokens_ = -1;
+};
+
 }  // namespace hostlm

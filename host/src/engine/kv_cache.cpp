@@ -329,4 +329,47 @@ void KvSequence::adopt_prefix(std::span<const int32_t> pages, int64_t n_tokens) 
   n_past_ = n_tokens;
 }
 
+// ---- HeldPrefix ----------------------------------------------------------------------------
+
+void HeldPrefix::keep(KvSequence& seq) {
+  if (&seq.pool() != pool_) throw Error("a held prefix keeps pages of its own pool only");
+  clear();
+  for (int32_t page : seq.pages()) {
+    pool_->retain(page);
+    pages_.push_back(page);
+  }
+  RecurrentStateSlots& slots = seq.states();
+  for (const auto& part : slots.parts()) {
+    state_.emplace_back(part.slot_floats);
+    if (part.slot_floats > 0)
+      part.backend->download(state_.back().data(), slots.part_slot(part, seq.state_slot()),
+                             part.slot_floats);
+  }
+  n_tokens_ = seq.n_past();
+}
+
+void HeldPrefix::restore(KvSequence& seq) const {
+  if (n_tokens_ < 0) throw Error("no prefix is held");
+  RecurrentStateSlots& slots = seq.states();
+  if (&seq.pool() != pool_ || slots.parts().size() != state_.size())
+    throw Error("a held prefix restores into a sequence of its own pool and state layout");
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (slots.parts()[i].slot_floats != state_[i].size())
+      throw Error("a held prefix restores into a sequence of its own pool and state layout");
+  seq.adopt_prefix(pages_, n_tokens_);
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const auto& part = slots.parts()[i];
+    if (part.slot_floats > 0)
+      part.backend->upload(slots.part_slot(part, seq.state_slot()), state_[i].data(),
+                           part.slot_floats);
+  }
+}
+
+void HeldPrefix::clear() {
+  for (int32_t page : pages_) pool_->release(page);
+  pages_.clear();
+  state_.clear();
+  n_tokens_ = -1;
+}
+
 }  // namespace hostlm

@@ -37,6 +37,7 @@
 #include "cuda/quants/quant_matmul.h"
 #include "cuda/staging.h"
 #include "cuda/step_fingerprint.h"
+#include "cuda/weight_arena.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
@@ -205,7 +206,8 @@ class CudaBackend final : public Backend {
       workspace = static_cast<size_t>(std::clamp(std::atoi(mib), 1, 1024)) << 20;
     cublas_workspace_ = device_alloc(workspace, "the cuBLAS workspace");
     check(cublasSetWorkspace(cublas_, cublas_workspace_, workspace), "cublasSetWorkspace");
-    quant_ = std::make_unique<quants::QuantMatmul>(stream_, cublas_, device_alloc);
+    weights_ = std::make_unique<WeightArena>(device_alloc);
+    quant_ = std::make_unique<quants::QuantMatmul>(stream_, cublas_, device_alloc, *weights_);
     profile_ = std::make_unique<OpProfile>(stream_);
     const char* graphs = std::getenv("HOSTLM_CUDA_GRAPHS");
     const char* profiling = std::getenv("HOSTLM_CUDA_PROFILE");
@@ -289,7 +291,6 @@ class CudaBackend final : public Backend {
     for (RecordedStep& r : recorded_steps_)
       if (r.exec) cudaGraphExecDestroy(r.exec);
     for (void* p : retired_) cudaFree(p);
-    for (void* p : weights_) cudaFree(p);
     for (void* p : host_weights_) cudaFreeHost(p);
     cudaFree(dequant_);
     cudaFree(attention_scratch_);
@@ -306,8 +307,7 @@ class CudaBackend final : public Backend {
   Weight load_weight(const TensorView& view) override {
     if (quants::QuantMatmul::supports(view.type)) return quant_->load(view);
     Weight w = plain_weight(view);
-    void* device = device_alloc(view.nbytes, "tensor '" + view.name + "'");
-    weights_.push_back(device);
+    void* device = weights_->allocate(view.nbytes, "tensor '" + view.name + "'");
     check(cudaMemcpy(device, view.data, view.nbytes, cudaMemcpyHostToDevice), "weight upload");
     w.data = device;
     return w;
@@ -1625,8 +1625,8 @@ class CudaBackend final : public Backend {
   // sets it.
   static constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
   void* cublas_workspace_ = nullptr;
-  std::vector<void*> weights_;
-  std::vector<void*> host_weights_;  // mapped pinned memory (load_embedding_table)
+  std::unique_ptr<WeightArena> weights_;  // every device weight, quantized or not
+  std::vector<void*> host_weights_;       // mapped pinned memory (load_embedding_table)
   HostArrayCache host_arrays_;
   IntStaging tokens_, positions_;
   PagedBatchUpload paged_;  // page tables of the current batch, on the device

@@ -38,8 +38,13 @@ void free_device(void*& p) {
 
 }  // namespace
 
-QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc)
-    : stream_(stream), cublas_(cublas), alloc_(alloc), tile_elems_max_(kTileElemsMax) {
+QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc,
+                         WeightArena& weights)
+    : stream_(stream),
+      cublas_(cublas),
+      alloc_(alloc),
+      weights_(weights),
+      tile_elems_max_(kTileElemsMax) {
   if (const char* env = std::getenv("HOSTLM_CUDA_GEMV_TOKENS"))
     gemv_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
   if (const char* env = std::getenv("HOSTLM_CUDA_PREFILL_TILE_MI"))
@@ -60,7 +65,6 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
 }
 
 QuantMatmul::~QuantMatmul() {
-  for (void* p : weights_) cudaFree(p);
   for (void* p : host_weights_) cudaFreeHost(p);
   cudaFree(acts_q_);
   cudaFree(acts_f16_);
@@ -104,8 +108,8 @@ Weight split_weight(const TensorView& view, void* data) {
 Weight QuantMatmul::load(const TensorView& view) {
   Weight w = split_weight(view, nullptr);
   reserve_scratch(w.type, w.rows, w.cols);
-  auto* device = static_cast<uint8_t*>(alloc_(view.nbytes, "tensor '" + view.name + "'"));
-  weights_.push_back(device);
+  auto* device =
+      static_cast<uint8_t*>(weights_.allocate(view.nbytes, "tensor '" + view.name + "'"));
   upload_split(view, device);
   w.data = device;
   return w;

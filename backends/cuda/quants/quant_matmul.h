@@ -14,6 +14,7 @@
 
 #include "cuda/kernels.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/weight_arena.h"
 #include "hostlm/ops.h"
 #include "hostlm/tensor_view.h"
 
@@ -24,7 +25,8 @@ class QuantMatmul {
   // Device allocation that throws hostlm::Error naming `what`, the size and the free memory.
   using AllocFn = void* (*)(size_t bytes, const std::string& what);
 
-  QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc);
+  // Weights go to `weights` (which must outlive this), scratch to `alloc`.
+  QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn alloc, WeightArena& weights);
   ~QuantMatmul();
   QuantMatmul(const QuantMatmul&) = delete;
   QuantMatmul& operator=(const QuantMatmul&) = delete;
@@ -114,7 +116,7 @@ class QuantMatmul {
   bool fuse_quantize_ = true;          // produce_acts; HOSTLM_CUDA_FUSE_QUANTIZE=0 turns it off
   int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
   AllocFn alloc_;
-  std::vector<void*> weights_;
+  WeightArena& weights_;
   std::vector<void*> host_weights_;  // pinned, mapped (load_host)
   uint8_t* staging_ = nullptr;       // pinned host memory for uploads
   // Scratch, grown only by load(): int8 activations for the GEMV, half activations and

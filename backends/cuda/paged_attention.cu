@@ -493,6 +493,257 @@ __global__ void __launch_bounds__(kSplitThreads)
   merge_warps(merge, mx, sum, acc, r, g, split, splits, n_head, scratch, out);
 }
 
+// ---- Split over keys on tensor cores (head_dim 256, F16 pages) ---------------------------
+//
+// The same split as above, but a warp takes 16 consecutive keys at a time and computes their
+// scores for the KV head's query heads with mma.m16n8k16 (keys as rows, the group's heads,
+// padded to 8, as columns), then its share of the output as O^T += V^T P (256 dimensions as
+// 16 row tiles, heads as columns, the 16 keys as the reduction). The fragments come straight
+// from 16-byte loads of the key and value rows: a dot product does not care in which order
+// its dimensions are summed, so the keys' and queries' dimensions are permuted alike (lane
+// group q of a row holds 8 consecutive dimensions, two k-steps' worth), and the value rows'
+// pairs of keys are interleaved with byte permutes. Per 16 keys a warp issues 64 mma instead
+// of the FMA kernel's ~2,400 instructions (27B group of 6), which is what lets it keep up
+// with the memory at long context.
+//
+// Keys and values are F16 already; queries and softmax weights are not, so each goes in as
+// two halves, hi = half(x) and lo = half(x - hi), whose products the tensor cores sum in
+// float: the result carries ~22 bits of each instead of a half's 11 (a single half made
+// decode logits differ from the float kernels by 1e-4 relative, 1e-5 with the split).
+
+constexpr int kMmaHd = 256;
+// Blocks an SM the kernel is compiled for (160 registers, no spills): at 2 (~196 registers)
+// the 27B's attention at 64K took 230 us a layer on an H200, at 3 122 us, at 4 (128
+// registers, spilling) 136 us.
+constexpr int kMmaMinBlocks = 3;
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// x0 and x1 as half2 (hi) and what rounding left of them (lo).
+__device__ __forceinline__ void split_half2(float x0, float x1, uint32_t& hi, uint32_t& lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 back = __half22float2(h);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = pack_half2(x0 - back.x, x1 - back.y);
+}
+
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                              uint32_t a3, uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// Shared memory of the mma kernel: the query fragments every warp reads (hi and lo, per
+// 32-dimension slice and lane), and where the warps merge (per warp, head and dimension).
+template <int kGroup>
+struct MmaShared {
+  uint4 q[2][kMmaHd / 32][32];
+  float max[kSplitWarps][8], sum[kSplitWarps][8];
+  float acc[kSplitWarps][kGroup][kMmaHd];
+};
+
+template <int kGroup>
+__global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
+    paged_attention_mma_kernel(PagedBatch b, const float* q, size_t q_stride, int64_t n_head,
+                               float scale, int splits, float* scratch, float* out) {
+  pdl_begin();
+  static_assert(kGroup >= 1 && kGroup <= 8, "a query group fits the 8 columns of one tile");
+  __shared__ MmaShared<kGroup> sh;
+  const int64_t r = blockIdx.x;
+  const int64_t g = blockIdx.y;
+  const int split = static_cast<int>(blockIdx.z);
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0 || left_to_flash(b, s)) return;
+  const PagedSeqDesc desc = b.descs[s];
+  int64_t first, end;
+  split_range(desc, r, split, splits, first, end);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row8 = lane / 4, quad = lane % 4;  // the mma fragments' group and lane in group
+  const int64_t head_offset = segment_offset(b.type, g * kMmaHd);
+  const char* k_base = b.k + desc.k_offset + head_offset;
+  const char* v_base = b.v + desc.v_offset + head_offset;
+  const int32_t* table = b.pages + desc.page_offset;
+
+  // Lane l's fragment of slice p: query head l / 4 of the group (zero for the padding
+  // columns), dimensions 32p + 8 (l % 4) .. + 7 as four half pairs: k-step 2p takes words 0-1,
+  // 2p + 1 words 2-3.
+  for (int f = threadIdx.x; f < 8 * 32; f += kSplitThreads) {
+    const int p = f / 32, l = f % 32, head = l / 4;
+    float v[8] = {};
+    if (head < kGroup) {
+      const float* qrow = q + r * q_stride + (g * kGroup + head) * kMmaHd + 32 * p + 8 * (l % 4);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = qrow[i] * scale;
+    }
+    uint4 hi, lo;
+    split_half2(v[0], v[1], hi.x, lo.x);
+    split_half2(v[2], v[3], hi.y, lo.y);
+    split_half2(v[4], v[5], hi.z, lo.z);
+    split_half2(v[6], v[7], hi.w, lo.w);
+    sh.q[0][p][l] = hi;
+    sh.q[1][p][l] = lo;
+  }
+  __syncthreads();
+  // Softmax state of heads 2 quad and 2 quad + 1; acc[t]: output dimensions
+  // 64 (t / 4) + 8 row8 + 2 (t % 4) (+1 for elements 2, 3) of those two heads.
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  float acc[16][4] = {};
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int64_t j0 = first + 16 * warp; j0 < end; j0 += 16 * kSplitWarps) {
+    const size_t page_at = b.page_bytes * static_cast<size_t>(table[j0 / kPage]) +
+                           b.row_bytes * static_cast<size_t>(j0 % kPage);
+    const auto row_at = [&](const char* base, int key) {
+      return base + page_at + b.row_bytes * key;
+    };
+    // Keys row8 and row8 + 8 for the scores; keys 2 quad, 2 quad + 1, 2 quad + 8, 2 quad + 9
+    // for the values (rows past the end read as zero: their weights are zero, and garbage
+    // could be NaN).
+    uint4 klo[8], khi[8], va[4], vb[4], vc[4], vd[4];
+    const bool k_lo_ok = j0 + row8 < end, k_hi_ok = j0 + row8 + 8 < end;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      const int at = (32 * p + 8 * quad) * 2;
+      klo[p] = k_lo_ok ? *reinterpret_cast<const uint4*>(row_at(k_base, row8) + at) : zero;
+      khi[p] = k_hi_ok ? *reinterpret_cast<const uint4*>(row_at(k_base, row8 + 8) + at) : zero;
+    }
+    const int ka = 2 * quad;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int at = (64 * c + 8 * row8) * 2;
+      va[c] = j0 + ka < end ? *reinterpret_cast<const uint4*>(row_at(v_base, ka) + at) : zero;
+      vb[c] =
+          j0 + ka + 1 < end ? *reinterpret_cast<const uint4*>(row_at(v_base, ka + 1) + at) : zero;
+      vc[c] =
+          j0 + ka + 8 < end ? *reinterpret_cast<const uint4*>(row_at(v_base, ka + 8) + at) : zero;
+      vd[c] =
+          j0 + ka + 9 < end ? *reinterpret_cast<const uint4*>(row_at(v_base, ka + 9) + at) : zero;
+    }
+    // Scores: rows keys row8 / row8 + 8, columns heads 2 quad, 2 quad + 1.
+    float sc[4] = {};
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+#pragma unroll
+      for (int part = 0; part < 2; ++part) {
+        const uint4 qf = sh.q[part][p][lane];
+        mma_f16_16816(sc, klo[p].x, khi[p].x, klo[p].y, khi[p].y, qf.x, qf.y);
+        mma_f16_16816(sc, klo[p].z, khi[p].z, klo[p].w, khi[p].w, qf.z, qf.w);
+      }
+    }
+    if (!k_lo_ok) sc[0] = sc[1] = -INFINITY;
+    if (!k_hi_ok) sc[2] = sc[3] = -INFINITY;
+    float t0 = fmaxf(sc[0], sc[2]), t1 = fmaxf(sc[1], sc[3]);
+#pragma unroll
+    for (int o = 4; o < 32; o *= 2) {
+      t0 = fmaxf(t0, __shfl_xor_sync(~0u, t0, o));
+      t1 = fmaxf(t1, __shfl_xor_sync(~0u, t1, o));
+    }
+    const float n0 = fmaxf(m0, t0), n1 = fmaxf(m1, t1);  // finite: key j0 is visible
+    const float c0 = expf(m0 - n0), c1 = expf(m1 - n1);  // 0 on the first tile
+    const float p0 = expf(sc[0] - n0), p1 = expf(sc[1] - n1);
+    const float p2 = expf(sc[2] - n0), p3 = expf(sc[3] - n1);
+    float s0 = p0 + p2, s1 = p1 + p3;
+#pragma unroll
+    for (int o = 4; o < 32; o *= 2) {
+      s0 += __shfl_xor_sync(~0u, s0, o);
+      s1 += __shfl_xor_sync(~0u, s1, o);
+    }
+    l0 = l0 * c0 + s0;
+    l1 = l1 * c1 + s1;
+    m0 = n0;
+    m1 = n1;
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+      acc[t][0] *= c0;
+      acc[t][1] *= c1;
+      acc[t][2] *= c0;
+      acc[t][3] *= c1;
+    }
+    // P as the B operand (rows keys 2 quad, 2 quad + 1 (+8), column head row8): lanes
+    // 4 (2 quad) + row8 / 2 and 4 (2 quad + 1) + row8 / 2 hold those keys, head row8 in
+    // half row8 % 2 of their pairs; hi and lo parts alike.
+    uint32_t pb[2][2];
+    {
+      uint32_t h01[2], h23[2];
+      split_half2(p0, p1, h01[0], h01[1]);
+      split_half2(p2, p3, h23[0], h23[1]);
+      const int from0 = 4 * (2 * quad) + row8 / 2, from1 = from0 + 4;
+      const unsigned pick = row8 % 2 ? 0x7632u : 0x5410u;
+#pragma unroll
+      for (int part = 0; part < 2; ++part) {
+        const uint32_t x0 = __shfl_sync(~0u, h01[part], from0);
+        const uint32_t x1 = __shfl_sync(~0u, h01[part], from1);
+        const uint32_t y0 = __shfl_sync(~0u, h23[part], from0);
+        const uint32_t y1 = __shfl_sync(~0u, h23[part], from1);
+        pb[part][0] = __byte_perm(x0, x1, pick);
+        pb[part][1] = __byte_perm(y0, y1, pick);
+      }
+    }
+    // O^T += V^T P: row tile (c, w) holds dimensions 64 c + 8 row8 + 2 w (+1 in rows 8-15).
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t a_[4] = {va[c].x, va[c].y, va[c].z, va[c].w};
+      const uint32_t b_[4] = {vb[c].x, vb[c].y, vb[c].z, vb[c].w};
+      const uint32_t c_[4] = {vc[c].x, vc[c].y, vc[c].z, vc[c].w};
+      const uint32_t d_[4] = {vd[c].x, vd[c].y, vd[c].z, vd[c].w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t f0 = __byte_perm(a_[w], b_[w], 0x5410),
+                       f1 = __byte_perm(a_[w], b_[w], 0x7632);
+        const uint32_t f2 = __byte_perm(c_[w], d_[w], 0x5410),
+                       f3 = __byte_perm(c_[w], d_[w], 0x7632);
+        mma_f16_16816(acc[4 * c + w], f0, f1, f2, f3, pb[0][0], pb[0][1]);
+        mma_f16_16816(acc[4 * c + w], f0, f1, f2, f3, pb[1][0], pb[1][1]);
+      }
+    }
+  }
+  // Merge the warps (lanes of row8 0 hold each head pair's state).
+  if (row8 == 0) {
+    sh.max[warp][2 * quad] = m0;
+    sh.max[warp][2 * quad + 1] = m1;
+    sh.sum[warp][2 * quad] = l0;
+    sh.sum[warp][2 * quad + 1] = l1;
+  }
+#pragma unroll
+  for (int t = 0; t < 16; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int head = 2 * quad + (e & 1);
+      const int dim = 64 * (t / 4) + 8 * row8 + 2 * (t % 4) + (e >> 1);
+      if (head < kGroup) sh.acc[warp][head][dim] = acc[t][e];
+    }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kGroup * kMmaHd; e += kSplitThreads) {
+    const int h = e / kMmaHd, d = e % kMmaHd;
+    float top = -INFINITY;
+    for (int w = 0; w < kSplitWarps; ++w) top = fmaxf(top, sh.max[w][h]);
+    float total = 0.f, value = 0.f;
+    if (top != -INFINITY)
+      for (int w = 0; w < kSplitWarps; ++w) {
+        const float f = expf(sh.max[w][h] - top);
+        total += sh.sum[w][h] * f;
+        value += sh.acc[w][h][d] * f;
+      }
+    const int64_t head = g * kGroup + h;
+    if (splits == 1) {
+      out[r * n_head * kMmaHd + head * kMmaHd + d] = value / total;
+    } else {
+      float* part = partial_at(scratch, r, head, split, splits, n_head, kMmaHd);
+      part[d] = value;
+      if (d == 0) {
+        part[kMmaHd] = top;
+        part[kMmaHd + 1] = total;
+      }
+    }
+  }
+}
+
 // out = the splits' partial results merged: one block per (row, head).
 __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
                                     int64_t n_head, float* out) {
@@ -555,12 +806,35 @@ int split_count(const PagedBatch& b) {
   return static_cast<int>(std::max<int64_t>(1, std::min(want, bucket / 2)));
 }
 
+// Whether F16 pages of head_dim 256 take the tensor-core kernel (sm_80 and later;
+// HOSTLM_CUDA_ATTENTION_MMA=0 keeps them on the FMA kernel, for comparison). On an H200 at
+// 64K tokens: 27B Q4_K_M tg128 100.9 -> 109.6 t/s, 9B Q8_0 287.3 -> 296.0 t/s.
+bool use_mma(const PagedBatch& b) {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_ATTENTION_MMA");
+    if (env != nullptr && env[0] == '0') return false;
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 8;
+  }();
+  return on && b.type == DType::F16 && b.head_dim == kMmaHd;
+}
+
 template <template <int> class Kv, int kGroup, int kLaneDims>
 void launch_split_dims(const PagedBatch& b, const float* q, size_t q_stride, int64_t n_head,
                        float scale, int splits, float* scratch, float* out, cudaStream_t stream,
                        bool early) {
   const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(b.n_head_kv),
                   static_cast<unsigned>(splits));
+  if constexpr (kLaneDims * 32 == kMmaHd) {
+    if (use_mma(b)) {
+      launch_kernel(paged_attention_mma_kernel<kGroup>, grid, kSplitThreads, 0, stream, b, q,
+                    q_stride, n_head, scale, splits, scratch, out);
+      return;
+    }
+  }
   if (pipelined())
     launch_kernel(paged_attention_split_kernel<Kv, kGroup, kLaneDims, true>, grid, kSplitThreads, 0,
                   stream, b, q, q_stride, n_head, scale, splits, scratch, out, early);

@@ -808,7 +808,7 @@ int split_count(const PagedBatch& b) {
 
 // Whether F16 pages of head_dim 256 take the tensor-core kernel (sm_80 and later;
 // HOSTLM_CUDA_ATTENTION_MMA=0 keeps them on the FMA kernel, for comparison). On an H200 at
-// 64K tokens: 27B Q4_K_M tg128 100.9 -> 109.6 t/s, 9B Q8_0 287.3 -> 296.0 t/s.
+// 64K tokens: 27B Q4_K_M tg128 100.9 -> 108.8 t/s, 9B Q8_0 287.3 -> 296.0 t/s.
 bool use_mma(const PagedBatch& b) {
   static const bool on = [] {
     const char* env = std::getenv("HOSTLM_CUDA_ATTENTION_MMA");

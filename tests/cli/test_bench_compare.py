@@ -3,15 +3,18 @@
 converted to GGUF, pp512 / tg128 at depths 0 and 64, one repetition, so the side-by-side
 benchmark of the GPU machine cannot rot. The summary must hold the four rows with numeric
 t/s and the raw reports must be kept; then a step that fails (a file hostlm cannot load) and
-one that runs out of time (STEP_TIMEOUT) must become rows of their own, not stop the script."""
+one that runs out of time (STEP_TIMEOUT) must become rows of their own, not stop the script;
+and a script stopped by a signal must stop the step it is running."""
 
 import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SOURCE = pathlib.Path(os.environ.get("HOSTLM_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 BUILD = pathlib.Path(os.environ.get("HOSTLM_BUILD_DIR", SOURCE / "build"))
@@ -84,6 +87,34 @@ def main():
         text = (results / "summary.md").read_text()
         assert "hostlm on broken at depth 0: failed (log: broken.hostlm.d0.log)" in text, text
         assert (results / "raw" / "broken.hostlm.d0.log").read_text().strip(), "empty log"
+
+        # Stopping the script stops the step under way (here a llama-bench that would sleep a
+        # minute): it must not go on using the GPU after its caller has given up on it.
+        fake_bin = tmp / "fake-llama"
+        fake_bin.mkdir()
+        pid_file = tmp / "llama.pid"
+        bench = fake_bin / "llama-bench"
+        bench.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+        bench.chmod(0o755)
+        env = dict(os.environ, BACKEND="cpu", RESULTS=str(tmp / "stopped"), DEPTHS="", REPS="1",
+                   LLAMA_BIN=str(fake_bin))
+        env.pop("OUT", None)
+        script = subprocess.Popen(["bash", str(SCRIPT), str(BUILD), str(model)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            time.sleep(0.1)
+        assert pid_file.exists(), "the fake llama-bench never started"
+        llama_pid = int(pid_file.read_text())
+        script.send_signal(signal.SIGTERM)
+        script.wait(timeout=20)
+        for _ in range(100):
+            if not pathlib.Path(f"/proc/{llama_pid}").exists():
+                break
+            time.sleep(0.1)
+        assert not pathlib.Path(f"/proc/{llama_pid}").exists(), "llama-bench outlived the script"
+        assert script.returncode == 143, script.returncode
 
         # Bad settings stop it before anything runs.
         run = run_script([model], tmp / "bad", DEPTHS="64,deep")

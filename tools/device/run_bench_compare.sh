@@ -90,6 +90,7 @@ fi
 start=$SECONDS
 failures=0
 smi_pid=""
+step_pid=""
 # The memory sampler of the step under way goes with the script, however it ends.
 stop_sampler() {
   if [ -n "$smi_pid" ]; then
@@ -98,7 +99,20 @@ stop_sampler() {
     smi_pid=""
   fi
 }
-trap stop_sampler EXIT
+# So does the step itself: `timeout` runs it in a process group of its own, which a signal to
+# the script's group (an outer `timeout`, Ctrl-C) does not reach, and a benchmark left running
+# would share the GPU with whatever the caller runs next. `timeout` passes TERM on to it.
+stop_children() {
+  stop_sampler
+  if [ -n "$step_pid" ]; then
+    kill "$step_pid" 2> /dev/null || true
+    wait "$step_pid" 2> /dev/null || true
+    step_pid=""
+  fi
+}
+trap stop_children EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # run_step FILE_LABEL ENGINE DEPTH CMD...: runs CMD under STEP_TIMEOUT, stdout to
 # raw/FILE_LABEL.ENGINE.dDEPTH.json, stderr to .log, nvidia-smi samples to .vram (the sample
@@ -117,7 +131,11 @@ run_step() {
     vram=$name.vram
     base=$name.vram_base
   fi
-  timeout -k 30 "$step_timeout" "$@" > "$raw/$name.json" 2> "$raw/$name.log" || rc=$?
+  # In the background and waited for, so that a signal to the script is handled at once.
+  timeout -k 30 "$step_timeout" "$@" > "$raw/$name.json" 2> "$raw/$name.log" &
+  step_pid=$!
+  wait "$step_pid" || rc=$?
+  step_pid=""
   stop_sampler
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     status=timeout

@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "kv_rows.cuh"
 #include "launch.cuh"
+#include "tensor_core.cuh"
 
 namespace hostlm::cuda {
 namespace {
@@ -530,16 +531,6 @@ __device__ __forceinline__ void split_half2(float x0, float x1, uint32_t& hi, ui
   lo = pack_half2(x0 - back.x, x1 - back.y);
 }
 
-__device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                              uint32_t a3, uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
 // Shared memory of the mma kernel: the query fragments every warp reads (hi and lo, per
 // 32-dimension slice and lane), and where the warps merge (per warp, head and dimension).
 template <int kGroup>
@@ -632,8 +623,8 @@ __global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
 #pragma unroll
       for (int part = 0; part < 2; ++part) {
         const uint4 qf = sh.q[part][p][lane];
-        mma_f16_16816(sc, klo[p].x, khi[p].x, klo[p].y, khi[p].y, qf.x, qf.y);
-        mma_f16_16816(sc, klo[p].z, khi[p].z, klo[p].w, khi[p].w, qf.z, qf.w);
+        mma_16816(sc, {klo[p].x, khi[p].x, klo[p].y, khi[p].y}, qf.x, qf.y);
+        mma_16816(sc, {klo[p].z, khi[p].z, klo[p].w, khi[p].w}, qf.z, qf.w);
       }
     }
     if (!k_lo_ok) sc[0] = sc[1] = -INFINITY;
@@ -698,8 +689,8 @@ __global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
                        f1 = __byte_perm(a_[w], b_[w], 0x7632);
         const uint32_t f2 = __byte_perm(c_[w], d_[w], 0x5410),
                        f3 = __byte_perm(c_[w], d_[w], 0x7632);
-        mma_f16_16816(acc[4 * c + w], f0, f1, f2, f3, pb[0][0], pb[0][1]);
-        mma_f16_16816(acc[4 * c + w], f0, f1, f2, f3, pb[1][0], pb[1][1]);
+        mma_16816(acc[4 * c + w], {f0, f1, f2, f3}, pb[0][0], pb[0][1]);
+        mma_16816(acc[4 * c + w], {f0, f1, f2, f3}, pb[1][0], pb[1][1]);
       }
     }
   }

@@ -1,5 +1,6 @@
 // Warp-level tensor-core and async-copy instructions (sm_80 and later) shared by the kernels
-// that tile through shared memory: flash prefill attention and the quantized tile product.
+// that use them: flash prefill attention, the split decode attention and the quantized tile
+// product.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -352,24 +352,13 @@ struct WarpMerge {
   float acc[kSplitWarps][kGroup][32 * kLaneDims];
 };
 
-// Merges the block's warps and writes the output rows of KV head g's query heads (one split)
-// or this split's partial results.
+// The output rows of KV head g's query heads (one split) or this split's partial results,
+// from the block's warps' partial softmax results in `m` (all written, after a barrier).
 template <int kGroup, int kLaneDims>
-__device__ __forceinline__ void merge_warps(WarpMerge<kGroup, kLaneDims>& m, float mx, float sum,
-                                            const float (&acc)[kGroup][kLaneDims], int64_t r,
-                                            int64_t g, int split, int splits, int64_t n_head,
-                                            float* scratch, float* out) {
+__device__ __forceinline__ void write_merged(const WarpMerge<kGroup, kLaneDims>& m, int64_t r,
+                                             int64_t g, int split, int splits, int64_t n_head,
+                                             float* scratch, float* out) {
   constexpr int kHd = 32 * kLaneDims;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane < kGroup) {
-    m.max[warp][lane] = mx;
-    m.sum[warp][lane] = sum;
-  }
-#pragma unroll
-  for (int h = 0; h < kGroup; ++h)
-#pragma unroll
-    for (int i = 0; i < kLaneDims; ++i) m.acc[warp][h][lane * kLaneDims + i] = acc[h][i];
-  __syncthreads();
   for (int e = threadIdx.x; e < kGroup * kHd; e += kSplitThreads) {
     const int h = e / kHd, d = e % kHd;
     float top = -INFINITY;
@@ -393,6 +382,26 @@ __device__ __forceinline__ void merge_warps(WarpMerge<kGroup, kLaneDims>& m, flo
       }
     }
   }
+}
+
+// Merges the block's warps and writes the output rows of KV head g's query heads (one split)
+// or this split's partial results.
+template <int kGroup, int kLaneDims>
+__device__ __forceinline__ void merge_warps(WarpMerge<kGroup, kLaneDims>& m, float mx, float sum,
+                                            const float (&acc)[kGroup][kLaneDims], int64_t r,
+                                            int64_t g, int split, int splits, int64_t n_head,
+                                            float* scratch, float* out) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane < kGroup) {
+    m.max[warp][lane] = mx;
+    m.sum[warp][lane] = sum;
+  }
+#pragma unroll
+  for (int h = 0; h < kGroup; ++h)
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) m.acc[warp][h][lane * kLaneDims + i] = acc[h][i];
+  __syncthreads();
+  write_merged(m, r, g, split, splits, n_head, scratch, out);
 }
 
 // The kGroup query heads of KV head g for batch row r, scaled, as a lane holds them.
@@ -536,8 +545,7 @@ __device__ __forceinline__ void split_half2(float x0, float x1, uint32_t& hi, ui
 template <int kGroup>
 struct MmaShared {
   uint4 q[2][kMmaHd / 32][32];
-  float max[kSplitWarps][8], sum[kSplitWarps][8];
-  float acc[kSplitWarps][kGroup][kMmaHd];
+  WarpMerge<kGroup, kMmaHd / 32> merge;
 };
 
 template <int kGroup>
@@ -695,11 +703,13 @@ __global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
     }
   }
   // Merge the warps (lanes of row8 0 hold each head pair's state).
-  if (row8 == 0) {
-    sh.max[warp][2 * quad] = m0;
-    sh.max[warp][2 * quad + 1] = m1;
-    sh.sum[warp][2 * quad] = l0;
-    sh.sum[warp][2 * quad + 1] = l1;
+  if (row8 == 0 && 2 * quad < kGroup) {
+    sh.merge.max[warp][2 * quad] = m0;
+    sh.merge.sum[warp][2 * quad] = l0;
+  }
+  if (row8 == 0 && 2 * quad + 1 < kGroup) {
+    sh.merge.max[warp][2 * quad + 1] = m1;
+    sh.merge.sum[warp][2 * quad + 1] = l1;
   }
 #pragma unroll
   for (int t = 0; t < 16; ++t)
@@ -707,32 +717,10 @@ __global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
     for (int e = 0; e < 4; ++e) {
       const int head = 2 * quad + (e & 1);
       const int dim = 64 * (t / 4) + 8 * row8 + 2 * (t % 4) + (e >> 1);
-      if (head < kGroup) sh.acc[warp][head][dim] = acc[t][e];
+      if (head < kGroup) sh.merge.acc[warp][head][dim] = acc[t][e];
     }
   __syncthreads();
-  for (int e = threadIdx.x; e < kGroup * kMmaHd; e += kSplitThreads) {
-    const int h = e / kMmaHd, d = e % kMmaHd;
-    float top = -INFINITY;
-    for (int w = 0; w < kSplitWarps; ++w) top = fmaxf(top, sh.max[w][h]);
-    float total = 0.f, value = 0.f;
-    if (top != -INFINITY)
-      for (int w = 0; w < kSplitWarps; ++w) {
-        const float f = expf(sh.max[w][h] - top);
-        total += sh.sum[w][h] * f;
-        value += sh.acc[w][h][d] * f;
-      }
-    const int64_t head = g * kGroup + h;
-    if (splits == 1) {
-      out[r * n_head * kMmaHd + head * kMmaHd + d] = value / total;
-    } else {
-      float* part = partial_at(scratch, r, head, split, splits, n_head, kMmaHd);
-      part[d] = value;
-      if (d == 0) {
-        part[kMmaHd] = top;
-        part[kMmaHd + 1] = total;
-      }
-    }
-  }
+  write_merged(sh.merge, r, g, split, splits, n_head, scratch, out);
 }
 
 // out = the splits' partial results merged: one block per (row, head).

@@ -512,19 +512,20 @@ __global__ void __launch_bounds__(kSplitThreads)
 // from 16-byte loads of the key and value rows: a dot product does not care in which order
 // its dimensions are summed, so the keys' and queries' dimensions are permuted alike (lane
 // group q of a row holds 8 consecutive dimensions, two k-steps' worth), and the value rows'
-// pairs of keys are interleaved with byte permutes. Per 16 keys a warp issues 64 mma instead
-// of the FMA kernel's ~2,400 instructions (27B group of 6), which is what lets it keep up
+// pairs of keys are interleaved with byte permutes. Per 16 keys a warp issues 64 mma in place
+// of the FMA kernel's per-key dot products and warp reductions, which is what lets it keep up
 // with the memory at long context.
 //
 // Keys and values are F16 already; queries and softmax weights are not, so each goes in as
 // two halves, hi = half(x) and lo = half(x - hi), whose products the tensor cores sum in
-// float: the result carries ~22 bits of each instead of a half's 11 (a single half made
-// decode logits differ from the float kernels by 1e-4 relative, 1e-5 with the split).
+// float: the result carries ~22 bits of each instead of a half's 11 (with single halves the
+// CUDA suite's comparisons against the float kernels missed their 1e-5 relative tolerance by
+// up to 70x; with the split they hold).
 
 constexpr int kMmaHd = 256;
-// Blocks an SM the kernel is compiled for (160 registers, no spills): at 2 (~196 registers)
-// the 27B's attention at 64K took 230 us a layer on an H200, at 3 122 us, at 4 (128
-// registers, spilling) 136 us.
+// Blocks an SM the kernel is compiled for (160 registers, no spills). The 27B's attention at
+// 64K alone on an H200: at 2 blocks (~196 registers; single halves) 230 us a layer, at 3
+// 122 us, at 4 (128 registers, spilling) 136 us.
 constexpr int kMmaMinBlocks = 3;
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {

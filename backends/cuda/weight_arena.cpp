@@ -31,10 +31,15 @@ struct WeightArena::Driver {
   template <class Fn>
   static bool find(const char* name, Fn& fn) {
     void* p = nullptr;
+#if CUDART_VERSION >= 12050
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess || p == nullptr) {
+    const cudaError_t status =
+        cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found);
+#else  // toolkits before 12.5 have only the unversioned lookup (deprecated since)
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSuccess;
+    const cudaError_t status = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault);
+#endif
+    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
       (void)cudaGetLastError();
       return false;
     }

@@ -42,29 +42,79 @@ __device__ __forceinline__ void locate_row(const RecurrentSeqs& seqs, int64_t t,
   }
 }
 
-// Grid: (the group's rows, blocks over channels). Rows, not (max_T, sequence): a step that
-// mixes one long prompt chunk with many single-token decodes would otherwise launch max_T
-// rows' worth of blocks for every sequence, nearly all of them empty (100 us a layer at 64
-// streams beside a 512-token chunk).
-__global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, const float* x, int64_t channels,
-                                   int64_t K, const float* weight, float* out) {
+// Rows per block of the prefill kernel. Each input is then read from memory once instead of K
+// times, and the sequence lookup and the taps are paid once per kRowsPerBlock rows: with one
+// row a block (65,536 blocks for a 2,048-row step of the 9B's 8,192 channels) the kernel took
+// 185 us against ~40 us for its bytes.
+constexpr int kRowsPerBlock = 16;
+
+// The K-1 inputs before row `local` of sequence s, oldest first: from the state where the row
+// is near the sequence's start (state rows hold -hist..-1), from x after that.
+__device__ __forceinline__ void load_window(const RecurrentSeqs& seqs, int s, int64_t local,
+                                            const float* x, int64_t channels, int64_t hist,
+                                            int64_t c, float (&window)[kConvMaxKernel - 1]) {
+  const int64_t base = seqs.row[s] * channels;
+#pragma unroll
+  for (int64_t i = 0; i < kConvMaxKernel - 1; ++i)
+    if (i < hist) {
+      const int64_t src = local - hist + i;
+      window[i] =
+          src < 0 ? seqs.conv_state[s][(hist + src) * channels + c] : x[base + src * channels + c];
+    }
+}
+
+// Grid: (blocks of kRowsPerBlock of the group's rows, blocks over channels). Rows, not (max_T,
+// sequence): a step that mixes one long prompt chunk with many single-token decodes would
+// otherwise launch max_T rows' worth of blocks for every sequence, nearly all of them empty.
+// A thread first finds each of its rows' sequence and loads all its inputs (independent loads,
+// in flight together), then convolves them with a window it shifts along, reloading it where a
+// new sequence starts. The sum is taken tap by tap from the oldest, as the CPU does.
+__global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, int64_t rows, const float* x,
+                                   int64_t channels, int64_t K, const float* weight, float* out) {
   pdl_begin();
+  const int64_t first = int64_t{blockIdx.x} * kRowsPerBlock;
   int s = 0;
-  int64_t t = 0;
-  locate_row(seqs, blockIdx.x, s, t);  // whole warps: before any thread leaves
+  int64_t local = 0;
+  locate_row(seqs, first, s, local);  // whole warps: before any thread leaves
   const int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x;
   if (c >= channels) return;
-  const int64_t base = seqs.row[s] * channels;
-  const float* conv_state = seqs.conv_state[s];
   const int64_t hist = K - 1;
-  float sum = 0.f;
-  for (int64_t r = 0; r < K; ++r) {
-    const int64_t src = t - hist + r;  // negative: from the state, which holds -hist..-1
-    const float in =
-        src < 0 ? conv_state[(hist + src) * channels + c] : x[base + src * channels + c];
-    sum += weight[c * K + r] * in;
+  const int n = static_cast<int>(rows - first < kRowsPerBlock ? rows - first : kRowsPerBlock);
+  int seq[kRowsPerBlock];
+  int64_t at[kRowsPerBlock];  // the row's index in its sequence
+  float in[kRowsPerBlock];
+#pragma unroll
+  for (int j = 0; j < kRowsPerBlock; ++j) {
+    if (j < n) {
+      while (local >= seqs.T[s]) local -= seqs.T[s++];  // skips sequences of no rows too
+      seq[j] = s;
+      at[j] = local;
+      in[j] = x[(seqs.row[s] + local) * channels + c];
+      ++local;
+    }
   }
-  out[base + t * channels + c] = silu(sum);
+  float tap[kConvMaxKernel];
+#pragma unroll
+  for (int r = 0; r < kConvMaxKernel; ++r)
+    if (r < K) tap[r] = weight[c * K + r];
+  float window[kConvMaxKernel - 1];
+#pragma unroll
+  for (int j = 0; j < kRowsPerBlock; ++j) {
+    if (j < n) {
+      if (j == 0 || seq[j] != seq[j - 1]) {
+        load_window(seqs, seq[j], at[j], x, channels, hist, c, window);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kConvMaxKernel - 1; ++i)
+          if (i < hist) window[i] = i + 1 < hist ? window[i + 1] : in[j - 1];
+      }
+      float sum = 0.f;
+#pragma unroll
+      for (int r = 0; r < kConvMaxKernel; ++r)
+        if (r < K) sum += tap[r] * (r < hist ? window[r] : in[j]);
+      out[(seqs.row[seq[j]] + at[j]) * channels + c] = silu(sum);
+    }
+  }
 }
 
 // One thread per (channel, sequence) reads its whole new window before writing, so the shift
@@ -122,8 +172,9 @@ cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x
                   weight, out);
     return cudaGetLastError();
   }
-  const dim3 grid(static_cast<unsigned>(rows), blocks_for(channels, kThreads));
-  launch_kernel(conv1d_silu_kernel, grid, kThreads, 0, stream, seqs, x, channels, K, weight, out);
+  const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(channels, kThreads));
+  launch_kernel(conv1d_silu_kernel, grid, kThreads, 0, stream, seqs, rows, x, channels, K, weight,
+                out);
   if (K > 1) {
     const dim3 state_grid(blocks_for(channels, kThreads), static_cast<unsigned>(seqs.n));
     launch_kernel(conv_state_kernel, state_grid, kThreads, 0, stream, seqs, x, channels, K - 1);

@@ -106,6 +106,12 @@ int main(int argc, char** argv) {
                    x, CUDA_R_16F, s.cols, &zero, y, CUDA_R_32F, s.rows, CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT);
     };
+    // A call that fails would time nothing: check one before timing.
+    if (!ok(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, s.rows, T, s.cols, &one, w, CUDA_R_16F,
+                         s.cols, x, CUDA_R_16F, s.cols, &zero, y, CUDA_R_32F, s.rows,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx"))
+      return 1;
     const double t_ex = time_calls(gemmex, reps, stream);
 
     cublasLtMatmulDesc_t op;
@@ -123,11 +129,16 @@ int main(int argc, char** argv) {
                                          &workspace_bytes, sizeof workspace_bytes);
     cublasLtMatmulHeuristicResult_t found[32];
     int n_found = 0;
-    cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 32, found, &n_found);
+    if (!ok(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 32, found, &n_found),
+            "cublasLtMatmulAlgoGetHeuristic"))
+      return 1;
     double t_first = 0, t_best = 1e9;
     int best = -1;
     for (int i = 0; i < n_found; ++i) {
-      if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      if (found[i].state != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmul(lt, op, &one, w, la, x, lb, &zero, y, lc, y, lc, &found[i].algo, workspace,
+                         workspace_bytes, stream) != CUBLAS_STATUS_SUCCESS)
+        continue;  // an algorithm that cannot run this problem is not timed
       auto call = [&] {
         cublasLtMatmul(lt, op, &one, w, la, x, lb, &zero, y, lc, y, lc, &found[i].algo, workspace,
                        workspace_bytes, stream);

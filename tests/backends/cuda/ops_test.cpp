@@ -447,6 +447,11 @@ TEST_F(CudaOps, ElementwiseOps) {
 
   gpu_->fill(xd->data(), 2.5f, x.size());
   expect_close(std::vector<float>(x.size(), 2.5f), from_gpu(xd->data(), x.size()), "fill", 0.0);
+  // Zeros go by memset: exactly the n floats asked, from an unaligned start.
+  gpu_->fill(xd->data() + 3, 0.f, 7);
+  std::vector<float> zeroed(x.size(), 2.5f);
+  std::fill(zeroed.begin() + 3, zeroed.begin() + 10, 0.f);
+  expect_close(zeroed, from_gpu(xd->data(), x.size()), "fill with zeros", 0.0);
 
   // copy_rows between strided layouts.
   const std::vector<float> src = random(12 * 30);
@@ -769,9 +774,11 @@ TEST_F(CudaOps, DownloadRowsToScatteredHostArrays) {
     for (size_t j = 0; j < 7; ++j) EXPECT_EQ(targets[i][j], src[i * 7 + j]) << i << "," << j;
 }
 
+// Widths below a warp, not a multiple of 32, and the widest a warp takes (256); 19 rows so the
+// last block of 8 rows is partly empty.
 TEST_F(CudaOps, GatedRmsNormInPlace) {
-  for (int64_t dv : {16, 128}) {
-    const int64_t rows = 6;
+  for (int64_t dv : {16, 40, 128, 256}) {
+    const int64_t rows = 19;
     const std::vector<float> weight = random(static_cast<size_t>(dv), 0.5f, 1.5f);
     std::vector<float> x = random(static_cast<size_t>(rows * dv), -2.f, 2.f);
     const std::vector<float> z = random(x.size(), -4.f, 4.f);

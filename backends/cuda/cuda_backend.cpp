@@ -223,6 +223,8 @@ class CudaBackend final : public Backend {
     if (const char* early = std::getenv("HOSTLM_CUDA_ATTENTION_EARLY"))
       attention_early_ = early[0] != '0';
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
+    if (const char* chunked = std::getenv("HOSTLM_CUDA_DELTA_CHUNKED"))
+      chunked_min_tokens_ = std::max(std::atoll(chunked), 0LL);
     if (const char* store = std::getenv("HOSTLM_CUDA_QK_STORE")) qk_store_ = store[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
       direct_host_ = direct[0] != '0';
@@ -1219,7 +1221,23 @@ class CudaBackend final : public Backend {
       last_writes_.add(sl.recurrent_state, state_floats);
     }
     const OpKind kind = z != nullptr ? kDeltaRuleNorm : kDeltaRule;
-    for_each_group(seqs, [&](const cuda::RecurrentSeqs& group, int64_t) {
+    for_each_group(seqs, [&](const cuda::RecurrentSeqs& all, int64_t max_T) {
+      cuda::RecurrentSeqs group = all;
+      if (z == nullptr && chunked_min_tokens_ > 0 && max_T >= chunked_min_tokens_ &&
+          chunked_fits(sh.dk)) {
+        cuda::RecurrentSeqs long_seqs;
+        group.n = 0;
+        for (int i = 0; i < all.n; ++i) {
+          cuda::RecurrentSeqs& to = all.T[i] >= chunked_min_tokens_ ? long_seqs : group;
+          to.T[to.n] = all.T[i];
+          to.row[to.n] = all.row[i];
+          to.conv_state[to.n] = all.conv_state[i];
+          to.state[to.n] = all.state[i];
+          ++to.n;
+        }
+        delta_rule_chunked(long_seqs, qkv, alpha, beta_raw, a, dt, sh, out);
+        if (group.n == 0) return;
+      }
       if (skip_group(kind, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads, sh.dk,
                      sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q))
         return;
@@ -1227,6 +1245,39 @@ class CudaBackend final : public Backend {
                                    sh.dk, sh.dv, out, early_state, stream_, norm),
             "gated_delta_rule");
     });
+  }
+
+  bool chunked_fits(int64_t dk) {
+    if (dk != chunked_fit_dk_) {
+      chunked_fit_ = cuda::delta_chunked_fits(dk);
+      chunked_fit_dk_ = dk;
+    }
+    return chunked_fit_;
+  }
+
+  // The chunked form for the sequences of `seqs` (all long), its per-chunk results in the
+  // prefill weight scratch: as much of it as is there already (the prefill products have
+  // grown it), and at least kChunkedScratchBytes or what the sequences need if less.
+  void delta_rule_chunked(const cuda::RecurrentSeqs& seqs, const float* qkv, const float* alpha,
+                          const float* beta_raw, const float* a_neg, const float* dt_bias,
+                          const DeltaRuleShape& sh, float* out) {
+    const size_t slot_bytes = cuda::delta_chunked_slot_floats(sh.n_v_heads) * sizeof(float);
+    size_t need = 0;
+    const int64_t chunk = cuda::kDeltaChunkedTokens;
+    for (int i = 0; i < seqs.n; ++i)
+      need += static_cast<size_t>((seqs.T[i] + chunk - 1) / chunk) * slot_bytes;
+    const size_t bytes =
+        std::max(slot_bytes, std::min(need, std::max(dequant_bytes_, kChunkedScratchBytes)));
+    float* scratch = dequant_scratch(bytes);
+    const size_t scratch_floats = dequant_bytes_ / sizeof(float);
+    last_writes_.add(scratch, scratch_floats);
+    if (skip_group(kDeltaRuleChunked, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
+                   sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats))
+      return;
+    check(cuda::gated_delta_rule_chunked(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
+                                         sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats,
+                                         stream_),
+          "gated_delta_rule (chunked)");
   }
 
   // Op kinds in a step's fingerprint.
@@ -1251,7 +1302,8 @@ class CudaBackend final : public Backend {
     kMatmulGroupConv,
     kDeltaRuleNorm,
     kQkNormRopeStore,
-    kMatmulSwiglu
+    kMatmulSwiglu,
+    kDeltaRuleChunked
   };
 
   static const char* op_kind_name(int kind) {
@@ -1276,8 +1328,9 @@ class CudaBackend final : public Backend {
                                              "matmul_group_conv",
                                              "delta_rule_norm",
                                              "qk_norm_rope_store",
-                                             "matmul_swiglu"};
-    static_assert(std::size(kNames) == kMatmulSwiglu + 1, "a name for every op kind");
+                                             "matmul_swiglu",
+                                             "delta_rule_chunked"};
+    static_assert(std::size(kNames) == kDeltaRuleChunked + 1, "a name for every op kind");
     return kind >= 0 && kind < static_cast<int>(std::size(kNames)) ? kNames[kind] : "?";
   }
 
@@ -1646,6 +1699,12 @@ class CudaBackend final : public Backend {
   bool fuse_swiglu_ = true;  // HOSTLM_CUDA_FUSE_SWIGLU=0: the 16-bit decode SwiGLU launched apart
   bool delta_norm_ = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
   static constexpr size_t kDeltaNormMaxSeqs = 8;
+  // HOSTLM_CUDA_DELTA_CHUNKED=N: sequences of N or more tokens in a delta-rule launch take the
+  // chunked form (delta_chunked.h); 0, the default, never. Off until measured on a GPU.
+  int64_t chunked_min_tokens_ = 0;
+  int64_t chunked_fit_dk_ = -1;  // the dk chunked_fit_ was found for
+  bool chunked_fit_ = false;
+  static constexpr size_t kChunkedScratchBytes = size_t{16} << 20;
   bool qk_store_ = true;     // HOSTLM_CUDA_QK_STORE=0: kv_store launched after qk_norm_rope
   bool direct_host_ = true;  // HOSTLM_CUDA_LOGITS_TO_HOST=0: matmul_to_host declines
   struct Pinned {

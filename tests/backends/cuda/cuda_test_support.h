@@ -26,6 +26,31 @@
 
 namespace hostlm::testing {
 
+// Sets (or, with nullopt, unsets) an environment variable for a scope and restores it after:
+// the backend reads its path switches when it is created.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name_)) old_ = old;
+    if (value)
+      ::setenv(name_, value->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 // The compute capability's major number of the current GPU; 0 where none can be read.
 inline int device_major() {
 #ifdef HOSTLM_TEST_CUDART

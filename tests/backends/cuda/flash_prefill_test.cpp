@@ -36,29 +36,7 @@ constexpr const char* kSplitsVar = "HOSTLM_CUDA_FLASH_SPLITS";
 constexpr int64_t kDefaultMinRows = 64;  // backends/cuda/kernels.h: kFlashPrefillMinRows
 constexpr double kTolerance = 1e-5;      // of max |out|
 
-// Sets (or, with nullopt, unsets) a path switch for a scope and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name_)) old_ = old;
-    if (value)
-      ::setenv(name_, value->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 struct Shape {
   int64_t n_head, n_head_kv, head_dim;

@@ -1,0 +1,216 @@
+// The chunked delta rule's kernel bodies (cuda/delta_chunked.h), run on the host: a
+// std::thread per CUDA thread with a std::barrier for __syncthreads, and shared memory
+// poisoned with NaN so that a read of anything not written first shows in the results.
+// Checked against the CPU backend's token-by-token recurrence (spec 2.5) over several
+// sequences, shapes that leave partial chunks, column blocks and padded key widths, windows
+// of a few slots (the state carried between them) and strong decays. Needs no GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/delta_chunked.h"
+#include "hostlm/ops.h"
+
+namespace hostlm {
+namespace {
+
+namespace ch = cuda::chunked;
+
+struct HostBlock {
+  int tid;
+  std::barrier<>* bar;
+  int thread() const { return tid; }
+  void sync() const { bar->arrive_and_wait(); }
+};
+
+// Runs body(block, index, shared) for `blocks` blocks of ch::kThreads threads, one block at a time.
+template <class Body>
+void run_blocks(int blocks, int smem_floats, Body body) {
+  for (int blk = 0; blk < blocks; ++blk) {
+    std::vector<float> shared(static_cast<size_t>(smem_floats),
+                              std::numeric_limits<float>::quiet_NaN());
+    std::barrier<> bar(ch::kThreads);
+    std::vector<std::thread> threads;
+    threads.reserve(ch::kThreads);
+    for (int t = 0; t < ch::kThreads; ++t)
+      threads.emplace_back([&, t] { body(HostBlock{t, &bar}, blk, shared.data()); });
+    for (std::thread& t : threads) t.join();
+  }
+}
+
+struct Case {
+  Backend::DeltaRuleShape shape;
+  std::vector<int32_t> lengths;
+  int capacity;  // chunk slots a window holds
+  float alpha_hi;
+};
+
+std::string name(const Case& c) {
+  std::string s = "nk" + std::to_string(c.shape.n_k_heads) + "_nv" +
+                  std::to_string(c.shape.n_v_heads) + "_dk" + std::to_string(c.shape.dk) + "_dv" +
+                  std::to_string(c.shape.dv) + "_cap" + std::to_string(c.capacity);
+  return s;
+}
+
+double worst_relative(const std::vector<float>& want, const std::vector<float>& got, size_t* at) {
+  double scale = 1e-30, worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    const double diff = std::abs(static_cast<double>(want[i]) - got[i]);
+    if (!(diff <= worst)) {
+      worst = diff;
+      *at = i;
+    }
+  }
+  return worst / scale;
+}
+
+class DeltaChunkedOnHost : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
+  const Case& cs = GetParam();
+  const Backend::DeltaRuleShape sh = cs.shape;
+  const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+  std::mt19937 rng(7);
+  auto random = [&](size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  int64_t rows = 0;
+  std::vector<int64_t> first;
+  for (int32_t T : cs.lengths) {
+    first.push_back(rows);
+    rows += T;
+  }
+  const auto qkv = random(static_cast<size_t>(rows * row), -1.f, 1.f);
+  const auto alpha = random(static_cast<size_t>(rows * sh.n_v_heads), -3.f, cs.alpha_hi);
+  const auto beta = random(alpha.size(), -3.f, 3.f);
+  const auto a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+  const auto dt_bias = random(static_cast<size_t>(sh.n_v_heads), -1.f, 1.f);
+  const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+  const auto state0 = random(state_floats * cs.lengths.size(), -0.5f, 0.5f);
+
+  // The reference: the CPU backend, a sequence at a time.
+  auto cpu = create_backend("cpu");
+  std::vector<float> want_states = state0;
+  std::vector<float> want(static_cast<size_t>(rows * sh.n_v_heads * sh.dv));
+  for (size_t i = 0; i < cs.lengths.size(); ++i) {
+    const int64_t f = first[i];
+    cpu->gated_delta_rule(qkv.data() + f * row, alpha.data() + f * sh.n_v_heads,
+                          beta.data() + f * sh.n_v_heads, a_neg.data(), dt_bias.data(),
+                          cs.lengths[i], sh, want_states.data() + i * state_floats,
+                          want.data() + f * sh.n_v_heads * sh.dv);
+  }
+
+  std::vector<float> states = state0;
+  std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> scratch(static_cast<size_t>(cs.capacity) * sh.n_v_heads * ch::kSlotFloats,
+                             std::numeric_limits<float>::quiet_NaN());
+  ch::Args args{qkv.data(),
+                alpha.data(),
+                beta.data(),
+                a_neg.data(),
+                dt_bias.data(),
+                static_cast<int>(sh.n_k_heads),
+                static_cast<int>(sh.n_v_heads),
+                static_cast<int>(sh.dk),
+                static_cast<int>(sh.dv),
+                got.data(),
+                scratch.data()};
+  std::vector<float*> state_ptrs;
+  for (size_t i = 0; i < cs.lengths.size(); ++i)
+    state_ptrs.push_back(states.data() + i * state_floats);
+  int windows = 0;
+  const int heads = static_cast<int>(sh.n_v_heads);
+  const int col_blocks = static_cast<int>((sh.dv + ch::kCols - 1) / ch::kCols);
+  const bool ok = ch::for_each_window(
+      cs.lengths.data(), first.data(), state_ptrs.data(), static_cast<int>(cs.lengths.size()),
+      cs.capacity, [&](const ch::Window& w) {
+        ++windows;
+        run_blocks(w.slots * heads, ch::prep_floats(args.dk),
+                   [&](const HostBlock& b, int blk, float* sm) {
+                     ch::prep_chunk(b, args, w, blk / heads, blk % heads, sm);
+                   });
+        run_blocks(w.n * heads * col_blocks, ch::scan_floats(args.dk),
+                   [&](const HostBlock& b, int blk, float* sm) {
+                     const int cb = blk % col_blocks, j = (blk / col_blocks) % heads;
+                     ch::scan_columns(b, args, w, cb, j, blk / (col_blocks * heads), sm);
+                   });
+      });
+  ASSERT_TRUE(ok);
+  int chunks = 0;
+  for (int32_t T : cs.lengths) chunks += (T + ch::kC - 1) / ch::kC;
+  EXPECT_GE(windows, (chunks + cs.capacity - 1) / cs.capacity);
+
+  size_t at = 0;
+  const double out_error = worst_relative(want, got, &at);
+  EXPECT_LE(out_error, 5e-6) << "out: worst at " << at << " want " << want[at] << " got "
+                             << got[at];
+  const double state_error = worst_relative(want_states, states, &at);
+  EXPECT_LE(state_error, 5e-6) << "state: worst at " << at << " want " << want_states[at] << " got "
+                               << states[at];
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DeltaChunkedOnHost,
+                         ::testing::Values(
+                             // Partial chunks, a one-token sequence, windows of two slots.
+                             Case{{2, 4, 16, 16}, {150, 1, 64, 65}, 2, 3.f},
+                             // The 9B head (one head pair) and a window holding everything.
+                             Case{{1, 2, 128, 128}, {130}, 64, 3.f},
+                             Case{{2, 4, 32, 16}, {77, 5}, 3, 3.f},
+                             // dv over a column block and not a multiple of it; dk padded to 4.
+                             Case{{2, 2, 48, 40}, {100}, 1, 3.f},
+                             Case{{1, 1, 18, 33}, {64, 129}, 5, 3.f},
+                             // Strong decays: log-decays down to about -60 a token.
+                             Case{{1, 2, 64, 32}, {140}, 4, 30.f}),
+                         [](const ::testing::TestParamInfo<Case>& p) { return name(p.param); });
+
+// Windows: slots never exceed the capacity, every chunk is covered once and in order, and
+// no window holds more than kMaxEntries entries.
+TEST(DeltaChunkedWindows, CoverEveryChunkOnceInOrder) {
+  std::vector<int32_t> T;
+  std::vector<int64_t> row;
+  std::vector<float*> state;
+  for (int i = 0; i < 100; ++i) {
+    T.push_back(i % 7 == 0 ? 1 : 13 * i + 1);
+    row.push_back(i);
+    state.push_back(nullptr);
+  }
+  for (int capacity : {1, 3, 16, 1000}) {
+    std::vector<int> next(T.size(), 0);
+    const bool ok =
+        ch::for_each_window(T.data(), row.data(), state.data(), static_cast<int>(T.size()),
+                            capacity, [&](const ch::Window& w) {
+                              EXPECT_LE(w.slots, capacity);
+                              EXPECT_LE(w.n, ch::kMaxEntries);
+                              int slot = 0;
+                              for (int e = 0; e < w.n; ++e) {
+                                const ch::Entry& en = w.e[e];
+                                EXPECT_EQ(en.slot0, slot);
+                                slot += en.chunks;
+                                const int i = static_cast<int>(en.row);
+                                EXPECT_EQ(en.chunk0, next[i]) << "sequence " << i;
+                                next[i] = en.chunk0 + en.chunks;
+                                for (int s = en.slot0; s < en.slot0 + en.chunks; ++s)
+                                  EXPECT_EQ(ch::entry_of_slot(w, s), e);
+                              }
+                              EXPECT_EQ(slot, w.slots);
+                            });
+    ASSERT_TRUE(ok);
+    for (size_t i = 0; i < T.size(); ++i) EXPECT_EQ(next[i], (T[i] + ch::kC - 1) / ch::kC);
+  }
+  EXPECT_FALSE(ch::for_each_window(T.data(), row.data(), state.data(), 1, 0,
+                                   [](const ch::Window&) { FAIL(); }));
+}
+
+}  // namespace
+}  // namespace hostlm

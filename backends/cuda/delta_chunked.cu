@@ -35,7 +35,18 @@ __global__ void __launch_bounds__(chunked::kThreads)
 }
 
 // Both kernels take more than the default 48 KiB of shared memory at dk = 128; allowed once
-// per device, for the widest dk.
+// per device, up to what the device gives a block (delta_chunked_fits checks a dk against it).
+int shared_memory_optin() {
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return optin;
+}
+
 cudaError_t allow_shared_memory() {
   static std::mutex mutex;
   static std::map<int, cudaError_t> done;
@@ -44,11 +55,12 @@ cudaError_t allow_shared_memory() {
   if (status != cudaSuccess) return status;
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = done.find(device); it != done.end()) return it->second;
-  status = cudaFuncSetAttribute(chunked_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                chunked::prep_floats(chunked::kMaxDk) * 4);
+  const int optin = shared_memory_optin();
+  status =
+      cudaFuncSetAttribute(chunked_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
   if (status == cudaSuccess)
     status = cudaFuncSetAttribute(chunked_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  chunked::scan_floats(chunked::kMaxDk) * 4);
+                                  optin);
   done[device] = status;
   return status;
 }
@@ -57,13 +69,7 @@ cudaError_t allow_shared_memory() {
 
 bool delta_chunked_fits(int64_t dk) {
   if (dk < 1 || dk > kDeltaChunkedMaxDk) return false;
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
+  const int optin = shared_memory_optin();
   const int d = static_cast<int>(dk);
   return chunked::prep_floats(d) * 4 <= optin && chunked::scan_floats(d) * 4 <= optin;
 }

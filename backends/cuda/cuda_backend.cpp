@@ -225,6 +225,8 @@ class CudaBackend final : public Backend {
     if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) delta_norm_ = norm[0] != '0';
     if (const char* chunked = std::getenv("HOSTLM_CUDA_DELTA_CHUNKED"))
       chunked_min_tokens_ = std::max(std::atoll(chunked), 0LL);
+    if (const char* staged = std::getenv("HOSTLM_CUDA_DELTA_CHUNKED_STAGED"))
+      chunked_staged_ = staged[0] != '0';
     if (const char* store = std::getenv("HOSTLM_CUDA_QK_STORE")) qk_store_ = store[0] != '0';
     if (const char* direct = std::getenv("HOSTLM_CUDA_LOGITS_TO_HOST"))
       direct_host_ = direct[0] != '0';
@@ -1272,11 +1274,11 @@ class CudaBackend final : public Backend {
     const size_t scratch_floats = dequant_bytes_ / sizeof(float);
     last_writes_.add(scratch, scratch_floats);
     if (skip_group(kDeltaRuleChunked, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
-                   sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats))
+                   sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats, chunked_staged_))
       return;
     check(cuda::gated_delta_rule_chunked(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
                                          sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats,
-                                         stream_),
+                                         chunked_staged_, stream_),
           "gated_delta_rule (chunked)");
   }
 
@@ -1702,6 +1704,7 @@ class CudaBackend final : public Backend {
   // HOSTLM_CUDA_DELTA_CHUNKED=N: sequences of N or more tokens in a delta-rule launch take the
   // chunked form (delta_chunked.h); 0, the default, never. Off until measured on a GPU.
   int64_t chunked_min_tokens_ = 0;
+  bool chunked_staged_ = true;   // HOSTLM_CUDA_DELTA_CHUNKED_STAGED=0: through L1 (kernels.h)
   int64_t chunked_fit_dk_ = -1;  // the dk chunked_fit_ was found for
   bool chunked_fit_ = false;
   static constexpr size_t kChunkedScratchBytes = size_t{16} << 20;

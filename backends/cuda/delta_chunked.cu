@@ -26,12 +26,13 @@ __global__ void __launch_bounds__(chunked::kThreads)
                       static_cast<int>(blockIdx.y), sm);
 }
 
+template <bool kStaged>
 __global__ void __launch_bounds__(chunked::kThreads)
     chunked_scan_kernel(const chunked::Args a, const chunked::Window w) {
   pdl_begin();
   extern __shared__ __align__(16) float sm[];
-  chunked::scan_columns(DeviceBlock{}, a, w, static_cast<int>(blockIdx.x),
-                        static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), sm);
+  chunked::scan_columns<kStaged>(DeviceBlock{}, a, w, static_cast<int>(blockIdx.x),
+                                 static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), sm);
 }
 
 // Both kernels take more than the default 48 KiB of shared memory at dk = 128; allowed once
@@ -58,9 +59,10 @@ cudaError_t allow_shared_memory() {
   const int optin = shared_memory_optin();
   status =
       cudaFuncSetAttribute(chunked_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  if (status == cudaSuccess)
-    status = cudaFuncSetAttribute(chunked_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  optin);
+  for (const void* scan : {reinterpret_cast<const void*>(chunked_scan_kernel<true>),
+                           reinterpret_cast<const void*>(chunked_scan_kernel<false>)})
+    if (status == cudaSuccess)
+      status = cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
   done[device] = status;
   return status;
 }
@@ -71,7 +73,7 @@ bool delta_chunked_fits(int64_t dk) {
   if (dk < 1 || dk > kDeltaChunkedMaxDk) return false;
   const int optin = shared_memory_optin();
   const int d = static_cast<int>(dk);
-  return chunked::prep_floats(d) * 4 <= optin && chunked::scan_floats(d) * 4 <= optin;
+  return chunked::prep_floats(d) * 4 <= optin && chunked::scan_floats(d, false) * 4 <= optin;
 }
 
 size_t delta_chunked_slot_floats(int64_t n_v_heads) {
@@ -82,7 +84,7 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
                                      int64_t dk, int64_t dv, float* out, float* scratch,
-                                     size_t scratch_floats, cudaStream_t stream) {
+                                     size_t scratch_floats, bool stage, cudaStream_t stream) {
   if (dk < 1 || dk > kDeltaChunkedMaxDk || n_k_heads < 1 || n_v_heads < 1 || n_v_heads > 65535 ||
       dv < 1 || dv > int64_t{65535} * chunked::kCols || seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
@@ -102,15 +104,17 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
   const size_t slots = scratch_floats / delta_chunked_slot_floats(n_v_heads);
   const int capacity = static_cast<int>(slots < (1u << 30) ? slots : (1u << 30));
   const size_t prep_bytes = static_cast<size_t>(chunked::prep_floats(args.dk)) * 4;
-  const size_t scan_bytes = static_cast<size_t>(chunked::scan_floats(args.dk)) * 4;
+  const bool staged = stage && chunked::scan_floats(args.dk, true) * 4 <= shared_memory_optin();
+  const size_t scan_bytes = static_cast<size_t>(chunked::scan_floats(args.dk, staged)) * 4;
+  const auto scan = staged ? chunked_scan_kernel<true> : chunked_scan_kernel<false>;
   const unsigned heads = static_cast<unsigned>(n_v_heads);
   const unsigned col_blocks = static_cast<unsigned>((dv + chunked::kCols - 1) / chunked::kCols);
   const bool ok = chunked::for_each_window(
       seqs.T, seqs.row, seqs.state, seqs.n, capacity, [&](const chunked::Window& w) {
         launch_kernel(chunked_prep_kernel, dim3(static_cast<unsigned>(w.slots), heads),
                       chunked::kThreads, prep_bytes, stream, args, w);
-        launch_kernel(chunked_scan_kernel, dim3(col_blocks, heads, static_cast<unsigned>(w.n)),
-                      chunked::kThreads, scan_bytes, stream, args, w);
+        launch_kernel(scan, dim3(col_blocks, heads, static_cast<unsigned>(w.n)), chunked::kThreads,
+                      scan_bytes, stream, args, w);
       });
   if (!ok) return cudaErrorInvalidValue;  // scratch for less than one chunk of every head
   return cudaGetLastError();

@@ -73,11 +73,17 @@ struct Args {
   float* scratch;  // [window slots, n_v_heads, kSlotFloats]
 };
 
-// Shared-memory floats of each pass.
-HQ_HD int prep_floats(int dk) { return 2 * kC * row_stride(dk) + 2 * kC * kTriStride + 5 * kC; }
-HQ_HD int scan_floats(int dk) {
-  return pad4(dk) * kCols + 2 * kC * row_stride(dk) + 2 * kC * kCols + 2 * kC * kTriStride +
-         4 * kC + 4;
+// Shared-memory floats of each pass. T is formed where q was (q is dead by then). The scan
+// stages Tb, P and the factors in shared memory when kStaged (136 KiB at dk = 128: one block
+// an SM on sm_90), else reads them from the slot in global memory through L1 (98 KiB: two
+// blocks an SM on sm_90, and it fits the 99 KiB of the RTX 30/40 cards).
+HQ_HD int prep_floats(int dk) {
+  const int q = kC * row_stride(dk), t = kC * kTriStride;
+  return (q > t ? q : t) + kC * row_stride(dk) + kC * kTriStride + 5 * kC;
+}
+HQ_HD int scan_floats(int dk, bool staged) {
+  return pad4(dk) * kCols + 2 * kC * row_stride(dk) + 2 * kC * kCols +
+         (staged ? 2 * kC * kTriStride + 4 * kC + 4 : 0);
 }
 
 HQ_HD float softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
@@ -120,12 +126,12 @@ HQ_HD void prep_chunk(const Block& b, const Args& a, const Window& w, int slot, 
   const int64_t row = 2 * key_dim + int64_t{a.n_v_heads} * a.dv;
   const int64_t kh = j % a.n_k_heads;
   float* Q = sm;
-  float* K = Q + kC * rs;
+  float* Tm = sm;  // after step 3
+  float* K = Q + (kC * rs > kC * kTriStride ? kC * rs : kC * kTriStride);
   float* A = K + kC * rs;
-  float* Tm = A + kC * kTriStride;
   // The cumulative log-decay in double: with strong decays it reaches thousands, where a
   // float's rounding would show in exp(gam_r - gam_s) of nearby tokens.
-  double* gam = reinterpret_cast<double*>(Tm + kC * kTriStride);
+  double* gam = reinterpret_cast<double*>(A + kC * kTriStride);
   float* beta = reinterpret_cast<float*>(gam + kC);
   float* qsc = beta + kC;
   float* ksc = qsc + kC;
@@ -241,7 +247,7 @@ HQ_HD void prep_chunk(const Block& b, const Args& a, const Window& w, int slot, 
 }
 
 // The scan of entry e's chunks for value columns [32 cb, 32 cb + 32) of value head j.
-template <class Block>
+template <bool kStaged, class Block>
 HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, int j, int e,
                         float* sm) {
   const int tid = b.thread();
@@ -256,9 +262,9 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
   float* Qn = Kn + kC * rs;
   float* Z = Qn + kC * rs;  // V, then V - exp(gam) .* X
   float* Vn = Z + kC * kCols;
-  float* Tb = Vn + kC * kCols;
-  float* P = Tb + kC * kTriStride;
-  float* fac = P + kC * kTriStride;  // qs, ks, eg, ekd, exp(gam_last)
+  // Staged: Tb, P (rows kTriStride apart) and the factors in shared memory; else the slot's.
+  float* staged = Vn + kC * kCols;
+  constexpr int ts = kStaged ? kTriStride : kC;
 
   float* state = en.state + (int64_t{j} * dv + c0) * dk;
   for (int idx = tid; idx < kCols * dkp; idx += kThreads) {
@@ -274,14 +280,21 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
     const int n = en.T - t0 < kC ? en.T - t0 : kC;
     const int64_t first = en.row + t0;
     const float* slot = a.scratch + (int64_t{en.slot0 + ci} * a.n_v_heads + j) * kSlotFloats;
-    for (int idx = tid; idx < 4 * kC + 4; idx += kThreads) fac[idx] = slot[2 * kC * kC + idx];
-    for (int idx = tid; idx < kC * kC / 4; idx += kThreads) {
-      const int r = idx / (kC / 4), s = 4 * (idx % (kC / 4));
-      float v[4];
-      load4(slot + r * kC + s, v);
-      store4(Tb + r * kTriStride + s, v);
-      load4(slot + kC * kC + r * kC + s, v);
-      store4(P + r * kTriStride + s, v);
+    const float* Tb = kStaged ? staged : slot;
+    const float* P = kStaged ? staged + kC * kTriStride : slot + kC * kC;
+    const float* fac = kStaged ? staged + 2 * kC * kTriStride : slot + 2 * kC * kC;
+    if (kStaged) {
+      float* to = staged;
+      for (int idx = tid; idx < 4 * kC + 4; idx += kThreads)
+        to[2 * kC * kTriStride + idx] = slot[2 * kC * kC + idx];
+      for (int idx = tid; idx < kC * kC / 4; idx += kThreads) {
+        const int r = idx / (kC / 4), s = 4 * (idx % (kC / 4));
+        float v[4];
+        load4(slot + r * kC + s, v);
+        store4(to + r * kTriStride + s, v);
+        load4(slot + kC * kC + r * kC + s, v);
+        store4(to + kC * kTriStride + r * kTriStride + s, v);
+      }
     }
     for (int idx = tid; idx < kC * kCols; idx += kThreads) {
       const int r = idx / kCols, c = idx % kCols;
@@ -289,7 +302,7 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
                    ? a.qkv[(first + r) * row + 2 * key_dim + int64_t{j} * dv + c0 + c]
                    : 0.f;
     }
-    b.sync();  // the factors, before the rows are scaled with them
+    if (kStaged) b.sync();  // the factors, before the rows are scaled with them
     for (int idx = tid; idx < kC * dkp; idx += kThreads) {
       const int r = idx / dkp, d = idx % dkp;
       const bool in = r < n && d < dk;
@@ -346,7 +359,7 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
       for (int s = 0; s < s_end; ++s) {
         float z[4];
         load4(Z + s * kCols + col, z);
-        const float t0v = Tb[r0 * kTriStride + s], t1v = Tb[(r0 + 1) * kTriStride + s];
+        const float t0v = Tb[r0 * ts + s], t1v = Tb[(r0 + 1) * ts + s];
         HQ_UNROLL
         for (int c = 0; c < 4; ++c) {
           vn[0][c] = fmaf(t0v, z[c], vn[0][c]);
@@ -366,7 +379,7 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
       for (int s = 0; s < s_end; ++s) {
         float v[4];
         load4(Vn + s * kCols + col, v);
-        const float p0 = P[r0 * kTriStride + s], p1 = P[(r0 + 1) * kTriStride + s];
+        const float p0 = P[r0 * ts + s], p1 = P[(r0 + 1) * ts + s];
         HQ_UNROLL
         for (int c = 0; c < 4; ++c) {
           o[0][c] = fmaf(p0, v[c], o[0][c]);

@@ -265,14 +265,16 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
 // at least one). Same results as gated_delta_rule to float rounding; no gated norm.
 constexpr int64_t kDeltaChunkedMaxDk = 128;
 constexpr int64_t kDeltaChunkedTokens = 64;  // tokens per chunk
-// Whether this GPU gives a block the shared memory the kernels need at this dk (at dk = 128
-// 103 and 136 KiB: sm_90 has 227, the RTX 30/40 cards 99).
+// stage: the scan keeps each chunk's triangular factors in shared memory where the GPU gives a
+// block enough (136 KiB at dk = 128), else it reads them through L1 (98 KiB).
+// delta_chunked_fits: whether this GPU gives a block the shared memory of the second way at
+// this dk (sm_90 has 227 KiB, the RTX 30/40 cards 99).
 bool delta_chunked_fits(int64_t dk);
 size_t delta_chunked_slot_floats(int64_t n_v_heads);
 cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv,
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
                                      int64_t dk, int64_t dv, float* out, float* scratch,
-                                     size_t scratch_floats, cudaStream_t stream);
+                                     size_t scratch_floats, bool stage, cudaStream_t stream);
 
 }  // namespace hostlm::cuda

@@ -32,8 +32,10 @@ timeout 300 "$build/bin/test_cuda_backend" --gtest_brief=1 \
 echo "tests rc $?"
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]" "$results/tests.txt" | head -30
 
-step "the op alone"
+step "the op alone: the scan's factors in shared memory, then read through L1"
 HOSTLM_BENCH_CHUNKED_MIN=$min timeout 300 "$build/bin/bench_cuda_delta" 2>&1 | tee "$results/op.txt"
+HOSTLM_CUDA_DELTA_CHUNKED_STAGED=0 HOSTLM_BENCH_CHUNKED_MIN=$min timeout 300 \
+  "$build/bin/bench_cuda_delta" 2>&1 | tee "$results/op-through-l1.txt"
 
 bench() {  # bench SETTING ARGS...: one hostlm bench run with HOSTLM_CUDA_DELTA_CHUNKED=SETTING
   local setting=$1

@@ -50,13 +50,14 @@ struct Case {
   std::vector<int32_t> lengths;
   int capacity;  // chunk slots a window holds
   float alpha_hi;
+  bool staged;  // the scan's triangular factors in shared memory, or read from the slots
 };
 
 std::string name(const Case& c) {
   std::string s = "nk" + std::to_string(c.shape.n_k_heads) + "_nv" +
                   std::to_string(c.shape.n_v_heads) + "_dk" + std::to_string(c.shape.dk) + "_dv" +
                   std::to_string(c.shape.dv) + "_cap" + std::to_string(c.capacity);
-  return s;
+  return s + (c.staged ? "_staged" : "_slots");
 }
 
 double worst_relative(const std::vector<float>& want, const std::vector<float>& got, size_t* at) {
@@ -140,10 +141,14 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
                    [&](const HostBlock& b, int blk, float* sm) {
                      ch::prep_chunk(b, args, w, blk / heads, blk % heads, sm);
                    });
-        run_blocks(w.n * heads * col_blocks, ch::scan_floats(args.dk),
+        run_blocks(w.n * heads * col_blocks, ch::scan_floats(args.dk, cs.staged),
                    [&](const HostBlock& b, int blk, float* sm) {
                      const int cb = blk % col_blocks, j = (blk / col_blocks) % heads;
-                     ch::scan_columns(b, args, w, cb, j, blk / (col_blocks * heads), sm);
+                     const int e = blk / (col_blocks * heads);
+                     if (cs.staged)
+                       ch::scan_columns<true>(b, args, w, cb, j, e, sm);
+                     else
+                       ch::scan_columns<false>(b, args, w, cb, j, e, sm);
                    });
       });
   ASSERT_TRUE(ok);
@@ -163,15 +168,17 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
 INSTANTIATE_TEST_SUITE_P(Shapes, DeltaChunkedOnHost,
                          ::testing::Values(
                              // Partial chunks, a one-token sequence, windows of two slots.
-                             Case{{2, 4, 16, 16}, {150, 1, 64, 65}, 2, 3.f},
+                             Case{{2, 4, 16, 16}, {150, 1, 64, 65}, 2, 3.f, true},
+                             Case{{2, 4, 16, 16}, {150, 1, 64, 65}, 2, 3.f, false},
                              // The 9B head (one head pair) and a window holding everything.
-                             Case{{1, 2, 128, 128}, {130}, 64, 3.f},
-                             Case{{2, 4, 32, 16}, {77, 5}, 3, 3.f},
+                             Case{{1, 2, 128, 128}, {130}, 64, 3.f, true},
+                             Case{{1, 2, 128, 128}, {130}, 64, 3.f, false},
+                             Case{{2, 4, 32, 16}, {77, 5}, 3, 3.f, true},
                              // dv over a column block and not a multiple of it; dk padded to 4.
-                             Case{{2, 2, 48, 40}, {100}, 1, 3.f},
-                             Case{{1, 1, 18, 33}, {64, 129}, 5, 3.f},
+                             Case{{2, 2, 48, 40}, {100}, 1, 3.f, false},
+                             Case{{1, 1, 18, 33}, {64, 129}, 5, 3.f, true},
                              // Strong decays: log-decays down to about -60 a token.
-                             Case{{1, 2, 64, 32}, {140}, 4, 30.f}),
+                             Case{{1, 2, 64, 32}, {140}, 4, 30.f, false}),
                          [](const ::testing::TestParamInfo<Case>& p) { return name(p.param); });
 
 // Windows: slots never exceed the capacity, every chunk is covered once and in order, and

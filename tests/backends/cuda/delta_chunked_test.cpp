@@ -52,13 +52,9 @@ void PrintTo(const ChunkedCase& c, std::ostream* os) {
 
 class CudaDeltaChunked : public ::testing::TestWithParam<ChunkedCase> {};
 
-TEST_P(CudaDeltaChunked, MatchesCpuRecurrence) {
-  const ScopedEnv chunked("HOSTLM_CUDA_DELTA_CHUNKED", "64");
-  std::string why;
-  auto gpu = testing::cuda_backend_or_reason(why);
-  if (!gpu) GTEST_SKIP() << "no usable CUDA backend: " << why;
+// Both ways of the scan: the triangular factors staged in shared memory, or read through L1.
+void check_against_cpu(Backend& gpu, const ChunkedCase& cs, const std::string& way) {
   auto cpu = create_backend("cpu");
-  const ChunkedCase& cs = GetParam();
   const Backend::DeltaRuleShape sh = cs.shape;
   std::mt19937 rng(99);
   auto random = [&](size_t n, float lo, float hi) {
@@ -73,8 +69,8 @@ TEST_P(CudaDeltaChunked, MatchesCpuRecurrence) {
   const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
   const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads), -1.f, 1.f);
   std::vector<float> states = random(static_cast<size_t>(n_seqs * state_size), -0.5f, 0.5f);
-  auto state_d = gpu->alloc(states.size());
-  gpu->upload(state_d->data(), states.data(), states.size());
+  auto state_d = gpu.alloc(states.size());
+  gpu.upload(state_d->data(), states.data(), states.size());
   int64_t rows = 0;
   for (int64_t T : cs.lengths) rows += T;
   for (int call = 0; call < cs.calls; ++call) {
@@ -94,18 +90,29 @@ TEST_P(CudaDeltaChunked, MatchesCpuRecurrence) {
       cpu->gated_delta_rule(qkv.data() + sl.row * row, alpha.data() + sl.row * sh.n_v_heads,
                             beta.data() + sl.row * sh.n_v_heads, a_neg.data(), dt_bias.data(), sl.T,
                             sh, sl.recurrent_state, want.data() + sl.row * sh.n_v_heads * sh.dv);
-    auto qd = gpu->alloc(qkv.size()), ad = gpu->alloc(alpha.size()), bd = gpu->alloc(beta.size());
-    auto od = gpu->alloc(want.size());
-    gpu->upload(qd->data(), qkv.data(), qkv.size());
-    gpu->upload(ad->data(), alpha.data(), alpha.size());
-    gpu->upload(bd->data(), beta.data(), beta.size());
-    gpu->gated_delta_rule_seqs(gpu_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
-                               dt_bias.data(), sh, od->data());
+    auto qd = gpu.alloc(qkv.size()), ad = gpu.alloc(alpha.size()), bd = gpu.alloc(beta.size());
+    auto od = gpu.alloc(want.size());
+    gpu.upload(qd->data(), qkv.data(), qkv.size());
+    gpu.upload(ad->data(), alpha.data(), alpha.size());
+    gpu.upload(bd->data(), beta.data(), beta.size());
+    gpu.gated_delta_rule_seqs(gpu_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
+                              dt_bias.data(), sh, od->data());
     std::vector<float> got(want.size()), got_states(states.size());
-    gpu->download(got.data(), od->data(), got.size());
-    gpu->download(got_states.data(), state_d->data(), got_states.size());
-    expect_close(want, got, "out, call " + std::to_string(call));
-    expect_close(states, got_states, "states, call " + std::to_string(call));
+    gpu.download(got.data(), od->data(), got.size());
+    gpu.download(got_states.data(), state_d->data(), got_states.size());
+    expect_close(want, got, way + ": out, call " + std::to_string(call));
+    expect_close(states, got_states, way + ": states, call " + std::to_string(call));
+  }
+}
+
+TEST_P(CudaDeltaChunked, MatchesCpuRecurrence) {
+  const ScopedEnv chunked("HOSTLM_CUDA_DELTA_CHUNKED", "64");
+  for (const char* staged : {"1", "0"}) {
+    const ScopedEnv way("HOSTLM_CUDA_DELTA_CHUNKED_STAGED", staged);
+    std::string why;
+    auto gpu = testing::cuda_backend_or_reason(why);
+    if (!gpu) GTEST_SKIP() << "no usable CUDA backend: " << why;
+    check_against_cpu(*gpu, GetParam(), std::string("staged=") + staged);
   }
 }
 

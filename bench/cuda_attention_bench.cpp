@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "hostlm/dtype.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
@@ -40,17 +41,7 @@ using hostlm::PagedSequence;
 constexpr int64_t kHeadDim = 256;  // every Qwen3.5 size
 constexpr int64_t kLayers = 2;
 
-std::vector<int64_t> int_list(const char* text, const char* what) {
-  std::vector<int64_t> out;
-  for (const char* p = text; *p;) {
-    char* end = nullptr;
-    const long long v = std::strtoll(p, &end, 10);
-    if (end == p || v < 1) throw hostlm::Error(std::string(what) + ": not a list of counts");
-    out.push_back(v);
-    p = *end == ',' || *end == 'x' ? end + 1 : end;
-  }
-  return out;
-}
+using hostlm::bench::int_list;
 
 size_t row_bytes(DType type, int64_t values) {
   return *hostlm::dtype_bytes(type, static_cast<uint64_t>(values));

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
 
@@ -32,17 +33,7 @@ using hostlm::SequenceSlice;
 
 constexpr int64_t kHeadDim = 128;  // dk = dv in every Qwen3.5 size
 
-std::vector<int64_t> int_list(const char* text, const char* what) {
-  std::vector<int64_t> out;
-  for (const char* p = text; *p;) {
-    char* end = nullptr;
-    const long long v = std::strtoll(p, &end, 10);
-    if (end == p || v < 1) throw hostlm::Error(std::string(what) + ": not a list of counts");
-    out.push_back(v);
-    p = *end == ',' || *end == 'x' ? end + 1 : end;
-  }
-  return out;
-}
+using hostlm::bench::int_list;
 
 // A CUDA backend created with HOSTLM_CUDA_DELTA_CHUNKED set to `chunked` (restored after).
 std::unique_ptr<Backend> backend_with(const std::string& chunked) {

@@ -246,6 +246,23 @@ HQ_HD void prep_chunk(const Block& b, const Args& a, const Window& w, int slot, 
   }
 }
 
+// acc[i][c] += sum over s < s_end of M[i * ts + s] * V[s * kCols + c], for two rows i of a
+// lower-triangular factor (zero above its diagonal, so both rows share the loop) and the four
+// columns of V from its start.
+HQ_HD void add_lower_product(const float* M, int ts, const float* V, int s_end,
+                             float (&acc)[2][4]) {
+  for (int s = 0; s < s_end; ++s) {
+    float v[4];
+    load4(V + s * kCols, v);
+    const float m0 = M[s], m1 = M[ts + s];
+    HQ_UNROLL
+    for (int c = 0; c < 4; ++c) {
+      acc[0][c] = fmaf(m0, v[c], acc[0][c]);
+      acc[1][c] = fmaf(m1, v[c], acc[1][c]);
+    }
+  }
+}
+
 // The scan of entry e's chunks for value columns [32 cb, 32 cb + 32) of value head j.
 template <bool kStaged, class Block>
 HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, int j, int e,
@@ -356,16 +373,7 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
       HQ_UNROLL
       for (int i = 0; i < 2; ++i) HQ_UNROLL
       for (int c = 0; c < 4; ++c) vn[i][c] = 0.f;
-      for (int s = 0; s < s_end; ++s) {
-        float z[4];
-        load4(Z + s * kCols + col, z);
-        const float t0v = Tb[r0 * ts + s], t1v = Tb[(r0 + 1) * ts + s];
-        HQ_UNROLL
-        for (int c = 0; c < 4; ++c) {
-          vn[0][c] = fmaf(t0v, z[c], vn[0][c]);
-          vn[1][c] = fmaf(t1v, z[c], vn[1][c]);
-        }
-      }
+      add_lower_product(Tb + r0 * ts, ts, Z + col, s_end, vn);
       HQ_UNROLL
       for (int i = 0; i < 2; ++i) store4(Vn + (r0 + i) * kCols + col, vn[i]);
     }
@@ -376,16 +384,7 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
       HQ_UNROLL
       for (int i = 0; i < 2; ++i) HQ_UNROLL
       for (int c = 0; c < 4; ++c) o[i][c] = fac[2 * kC + r0 + i] * y[i][c];
-      for (int s = 0; s < s_end; ++s) {
-        float v[4];
-        load4(Vn + s * kCols + col, v);
-        const float p0 = P[r0 * ts + s], p1 = P[(r0 + 1) * ts + s];
-        HQ_UNROLL
-        for (int c = 0; c < 4; ++c) {
-          o[0][c] = fmaf(p0, v[c], o[0][c]);
-          o[1][c] = fmaf(p1, v[c], o[1][c]);
-        }
-      }
+      add_lower_product(P + r0 * ts, ts, Vn + col, s_end, o);
       HQ_UNROLL
       for (int i = 0; i < 2; ++i) {
         if (r0 + i >= n) continue;

@@ -26,6 +26,24 @@
 
 namespace hostlm::testing {
 
+// Every value of `got` within tolerance x (the largest |want|) of `want`; names the worst.
+inline void expect_close(const std::vector<float>& want, const std::vector<float>& got,
+                         const std::string& what, double tolerance = 1e-5) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double scale = 1e-30, worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    const double diff = std::abs(static_cast<double>(want[i]) - got[i]);
+    if (!(diff <= worst)) {  // also catches NaN
+      worst = diff;
+      worst_at = i;
+    }
+  }
+  EXPECT_LE(worst, tolerance * scale) << what << ": worst at " << worst_at << " cpu "
+                                      << want[worst_at] << " cuda " << got[worst_at];
+}
+
 // Sets (or, with nullopt, unsets) an environment variable for a scope and restores it after:
 // the backend reads its path switches when it is created.
 class ScopedEnv {

@@ -20,24 +20,7 @@ namespace {
 
 using testing::ScopedEnv;
 
-constexpr double kTolerance = 1e-5;  // of max |value|: float32 in another order
-
-void expect_close(const std::vector<float>& want, const std::vector<float>& got,
-                  const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  double scale = 1e-30, worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
-    const double diff = std::abs(static_cast<double>(want[i]) - got[i]);
-    if (!(diff <= worst)) {
-      worst = diff;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, kTolerance * scale)
-      << what << ": worst at " << at << " cpu " << want[at] << " cuda " << got[at];
-}
+using testing::expect_close;
 
 struct ChunkedCase {
   Backend::DeltaRuleShape shape;

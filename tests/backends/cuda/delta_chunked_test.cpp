@@ -29,8 +29,8 @@ struct ChunkedCase {
 };
 
 void PrintTo(const ChunkedCase& c, std::ostream* os) {
-  *os << c.shape.n_k_heads << "x" << c.shape.n_v_heads << " heads, dk " << c.shape.dk << ", dv "
-      << c.shape.dv << ", " << c.lengths.size() << " sequences, " << c.calls << " calls";
+  *os << "k" << c.shape.n_k_heads << "_v" << c.shape.n_v_heads << "_dk" << c.shape.dk << "_dv"
+      << c.shape.dv << "_" << c.lengths.size() << "seqs_" << c.calls << "calls";
 }
 
 class CudaDeltaChunked : public ::testing::TestWithParam<ChunkedCase> {};

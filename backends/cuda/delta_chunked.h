@@ -74,7 +74,7 @@ struct Args {
 };
 
 // Shared-memory floats of each pass. T is formed where q was (q is dead by then). The scan
-// stages Tb, P and the factors in shared memory when kStaged (136 KiB at dk = 128: one block
+// stages Tb, P and the factors in shared memory when kStaged (133 KiB at dk = 128: one block
 // an SM on sm_90), else reads them from the slot in global memory through L1 (98 KiB: two
 // blocks an SM on sm_90, and it fits the 99 KiB of the RTX 30/40 cards).
 HQ_HD int prep_floats(int dk) {

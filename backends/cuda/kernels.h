@@ -266,7 +266,7 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
 constexpr int64_t kDeltaChunkedMaxDk = 128;
 constexpr int64_t kDeltaChunkedTokens = 64;  // tokens per chunk
 // stage: the scan keeps each chunk's triangular factors in shared memory where the GPU gives a
-// block enough (136 KiB at dk = 128), else it reads them through L1 (98 KiB).
+// block enough (133 KiB at dk = 128), else it reads them through L1 (98 KiB).
 // delta_chunked_fits: whether this GPU gives a block the shared memory of the second way at
 // this dk (sm_90 has 227 KiB, the RTX 30/40 cards 99).
 bool delta_chunked_fits(int64_t dk);

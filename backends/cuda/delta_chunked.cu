@@ -35,43 +35,43 @@ __global__ void __launch_bounds__(chunked::kThreads)
                                  static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), sm);
 }
 
-// Both kernels take more than the default 48 KiB of shared memory at dk = 128; allowed once
-// per device, up to what the device gives a block (delta_chunked_fits checks a dk against it).
-int shared_memory_optin() {
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return optin;
-}
+// The shared memory a block may have on the current device, found once per device; both
+// kernels take more than the default 48 KiB at dk = 128, so they are allowed all of it.
+struct Limits {
+  cudaError_t status = cudaSuccess;
+  int optin = 0;
+};
 
-cudaError_t allow_shared_memory() {
+const Limits& device_limits() {
   static std::mutex mutex;
-  static std::map<int, cudaError_t> done;
+  static std::map<int, Limits> done;
+  static const Limits none{cudaErrorNoDevice, 0};
   int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return none;
+  }
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = done.find(device); it != done.end()) return it->second;
-  const int optin = shared_memory_optin();
-  status =
-      cudaFuncSetAttribute(chunked_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  for (const void* scan : {reinterpret_cast<const void*>(chunked_scan_kernel<true>),
-                           reinterpret_cast<const void*>(chunked_scan_kernel<false>)})
-    if (status == cudaSuccess)
-      status = cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  done[device] = status;
-  return status;
+  Limits l;
+  l.status = cudaDeviceGetAttribute(&l.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  for (const void* kernel : {reinterpret_cast<const void*>(chunked_prep_kernel),
+                             reinterpret_cast<const void*>(chunked_scan_kernel<true>),
+                             reinterpret_cast<const void*>(chunked_scan_kernel<false>)})
+    if (l.status == cudaSuccess)
+      l.status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.optin);
+  if (l.status != cudaSuccess) {
+    cudaGetLastError();
+    l.optin = 0;
+  }
+  return done[device] = l;
 }
 
 }  // namespace
 
 bool delta_chunked_fits(int64_t dk) {
   if (dk < 1 || dk > kDeltaChunkedMaxDk) return false;
-  const int optin = shared_memory_optin();
+  const int optin = device_limits().optin;
   const int d = static_cast<int>(dk);
   return chunked::prep_floats(d) * 4 <= optin && chunked::scan_floats(d, false) * 4 <= optin;
 }
@@ -89,7 +89,8 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
       dv < 1 || dv > int64_t{65535} * chunked::kCols || seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
   if (seqs.n == 0) return cudaSuccess;
-  if (const cudaError_t status = allow_shared_memory(); status != cudaSuccess) return status;
+  const Limits& limits = device_limits();
+  if (limits.status != cudaSuccess) return limits.status;
   const chunked::Args args{qkv,
                            alpha,
                            beta_raw,
@@ -104,7 +105,7 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
   const size_t slots = scratch_floats / delta_chunked_slot_floats(n_v_heads);
   const int capacity = static_cast<int>(slots < (1u << 30) ? slots : (1u << 30));
   const size_t prep_bytes = static_cast<size_t>(chunked::prep_floats(args.dk)) * 4;
-  const bool staged = stage && chunked::scan_floats(args.dk, true) * 4 <= shared_memory_optin();
+  const bool staged = stage && chunked::scan_floats(args.dk, true) * 4 <= limits.optin;
   const size_t scan_bytes = static_cast<size_t>(chunked::scan_floats(args.dk, staged)) * 4;
   const auto scan = staged ? chunked_scan_kernel<true> : chunked_scan_kernel<false>;
   const unsigned heads = static_cast<unsigned>(n_v_heads);

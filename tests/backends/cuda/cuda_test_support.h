@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -25,6 +26,14 @@
 #endif
 
 namespace hostlm::testing {
+
+// n floats drawn uniformly from [lo, hi).
+inline std::vector<float> uniform_floats(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 // Every value of `got` within tolerance x (the largest |want|) of `want`; names the worst.
 inline void expect_close(const std::vector<float>& want, const std::vector<float>& got,

@@ -69,10 +69,7 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
   const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
   std::mt19937 rng(7);
   auto random = [&](size_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
+    return testing::uniform_floats(rng, n, lo, hi);
   };
   int64_t rows = 0;
   std::vector<int64_t> first;

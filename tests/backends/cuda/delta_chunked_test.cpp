@@ -41,10 +41,7 @@ void check_against_cpu(Backend& gpu, const ChunkedCase& cs, const std::string& w
   const Backend::DeltaRuleShape sh = cs.shape;
   std::mt19937 rng(99);
   auto random = [&](size_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
+    return testing::uniform_floats(rng, n, lo, hi);
   };
   const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
   const int64_t state_size = sh.n_v_heads * sh.dv * sh.dk;

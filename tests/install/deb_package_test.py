@@ -193,6 +193,7 @@ def main():
         for rel in ("usr/bin/hostlm", "usr/lib/libhostlm.so", "usr/include/hostlm.h",
                     "usr/include/hostlm/registry.h", "usr/lib/hostlm/plugins/libhostlm_qwen35.so",
                     "usr/share/hostlm/manifests/qwen35.json", "usr/share/doc/hostlm/README.md",
+                    "usr/share/doc/hostlm/docs/cuda-tuning.md",
                     "lib/systemd/system/hostlm.service", "etc/default/hostlm"):
             c.check((root / rel).is_file(), f"hostlm package has /{rel}")
         c.check(not list(root.rglob("libhostlm_cuda.so")), "the CUDA library is not in the hostlm package")

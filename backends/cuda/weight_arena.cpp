@@ -58,7 +58,7 @@ struct WeightArena::Driver {
 
 namespace {
 
-// HOSTLM_CUDA_ALLOC_LOG=1 lists allocations (as cuda_backend.cpp does for cudaMalloc);
+// HOSTLM_CUDA_ALLOC_LOG=1 lists allocations (as device_memory.cpp does for cudaMalloc);
 // HOSTLM_CUDA_WEIGHT_ARENA=0 gives every weight its own cudaMalloc, for comparison.
 bool log_on() {
   const char* env = std::getenv("HOSTLM_CUDA_ALLOC_LOG");

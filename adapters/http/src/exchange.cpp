@@ -3,6 +3,7 @@
 
 #include "connection_probe.h"
 #include "hostlm/http/server.h"
+#include "hostlm/json_input.h"
 #include "request_context.h"
 
 namespace hostlm::http {
@@ -91,8 +92,10 @@ nlohmann::ordered_json Exchange::json() {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw HttpError(400, "missing request body");
   try {
-    return nlohmann::ordered_json::parse(text);
+    return parse_input_json(text);
   } catch (const nlohmann::json::exception& e) {
+    throw HttpError(400, std::string("invalid JSON in the request body: ") + e.what());
+  } catch (const JsonTooDeep& e) {
     throw HttpError(400, std::string("invalid JSON in the request body: ") + e.what());
   }
 }

@@ -17,6 +17,7 @@
 #include "hostlm/chat_json.h"
 #include "hostlm/engine.h"
 #include "hostlm/error.h"
+#include "hostlm/json_input.h"
 #include "hostlm/kv_cache.h"
 #include "hostlm/model_loader.h"
 #include "hostlm/registry.h"
@@ -84,8 +85,10 @@ hostlm::Thinking thinking_from(int32_t think) {
 
 nlohmann::ordered_json parse_json(const char* text, const char* what) {
   try {
-    return nlohmann::ordered_json::parse(text);
+    return hostlm::parse_input_json(text);
   } catch (const nlohmann::json::exception& e) {
+    throw hostlm::Error(std::string(what) + ": not valid JSON (" + e.what() + ")");
+  } catch (const hostlm::JsonTooDeep& e) {
     throw hostlm::Error(std::string(what) + ": not valid JSON (" + e.what() + ")");
   }
 }

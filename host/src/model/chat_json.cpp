@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "hostlm/error.h"
+#include "hostlm/json_input.h"
 
 namespace hostlm {
 namespace {
@@ -72,7 +73,7 @@ ToolCall tool_call_from_json(const Json& call, size_t index, size_t call_index,
   const auto args = fn.find("arguments");
   if (args == fn.end() || args->is_null()) return out;
   if (args->is_string() && options.decode_string_arguments) {
-    Json decoded = Json::parse(args->get_ref<const std::string&>(), nullptr, false);
+    Json decoded = parse_input_json_or_discarded(args->get_ref<const std::string&>());
     if (decoded.is_discarded() || !decoded.is_object())
       bad_message(index, where + " (\"" + out.name +
                              "\"): \"arguments\" is a string but not a JSON object");

@@ -62,6 +62,17 @@ class ErrorShapesTest(unittest.TestCase):
         status, body = s.request("POST", "/api/generate", b"{not json")
         self.assertEqual(status, 400)
         self.assertIn("invalid JSON", body["error"])
+        # Deep nesting is refused before anything walks it (a walk would recurse per level).
+        status, body = s.request("POST", "/api/generate", b"[" * 1000 + b"]" * 1000)
+        self.assertEqual(status, 400)
+        self.assertIn("nested deeper than 512 levels", body["error"])
+        deep_schema = {"type": "string"}
+        for _ in range(300):
+            deep_schema = {"items": deep_schema}
+        status, body = s.request("POST", "/api/chat", {"model": TINY, "stream": False, "messages": [
+            {"role": "user", "content": "x"}], "format": deep_schema})
+        self.assertEqual(status, 400)
+        self.assertIn("nested deeper than 256 levels", body["error"])
         status, body = s.request("POST", "/api/chat", {"model": TINY, "stream": False, "messages": [
             {"role": "user", "content": "x"}],
             "format": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}})

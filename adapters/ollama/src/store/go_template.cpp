@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "go_template_ast.h"
+#include "hostlm/json_input.h"
 #include "hostlm/ollama/errors.h"
 #include "text_util.h"
 
@@ -192,11 +193,9 @@ json template_message(const json& m) {
       const json* fn = get(c, "function");
       json args = fn && get(*fn, "arguments") ? (*fn)["arguments"] : json::object();
       if (args.is_string()) {
-        try {
-          args = json::parse(args.get<std::string>());
-        } catch (const json::exception&) {
-          // Left as text: the template prints what the client sent.
-        }
+        // Not JSON (or too deep to walk): left as text, the template prints what was sent.
+        json decoded = parse_input_json_or_discarded(args.get<std::string>());
+        if (!decoded.is_discarded()) args = std::move(decoded);
       }
       json f = json::object();
       const json* index = fn ? get(*fn, "index") : nullptr;

@@ -3,12 +3,17 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "grammar/ir.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher_state.h"
+#include "grammar/nesting.h"
 #include "grammar/vocab_trie.h"
 #include "hostlm/error.h"
+#include "hostlm/json_input.h"
 #include "hostlm/tokenizer.h"
 
 namespace hostlm {
@@ -23,7 +28,29 @@ Grammar Grammar::from_json_schema(std::string_view schema_text) {
   return from_gbnf(json_schema_to_gbnf(schema_text));
 }
 
+namespace {
+
+// Whether arrays and objects nest more than `limit` deep, found without recursion: dump()
+// below recurses, and the value may come from anywhere.
+bool nested_deeper_than(const nlohmann::json& value, int limit) {
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&value, 0}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth >= limit) return true;
+    for (const auto& child : *v) todo.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
 Grammar Grammar::from_json_schema(const nlohmann::json& schema) {
+  // A sub-schema is at most a few JSON levels below its parent; the converter bounds those.
+  constexpr int kMaxJsonDepth = 4 * grammar::kMaxNesting;
+  if (nested_deeper_than(schema, kMaxJsonDepth))
+    throw Error("JSON Schema: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   return from_gbnf(grammar::schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump())));
 }
 
@@ -32,9 +59,11 @@ Grammar Grammar::json_object() { return from_gbnf(json_object_gbnf()); }
 std::string json_schema_to_gbnf(std::string_view schema_text) {
   nlohmann::ordered_json schema;
   try {
-    schema = nlohmann::ordered_json::parse(schema_text);
+    schema = parse_input_json(schema_text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("JSON Schema: not valid JSON: ") + e.what());
+  } catch (const JsonTooDeep& e) {
+    throw Error(std::string("JSON Schema: ") + e.what());
   }
   return grammar::schema_to_gbnf(schema);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/nesting.h"
 #include "hostlm/error.h"
 
 namespace hostlm::grammar {
@@ -102,8 +103,16 @@ class Converter {
       base += ok ? c : '-';
     }
     if (base.empty()) base = "r";
+    // Names are never given back, so numbering a base on from where it stopped finds what
+    // counting from 2 would, without retrying every earlier number (an object of n properties
+    // names n tail and head rules: that retrying was quadratic).
+    int& n = next_number_[base];
     std::string name = base;
-    for (int n = 2; !names_.insert(name).second; ++n) name = base + "-" + std::to_string(n);
+    if (n == 0)
+      n = 2;
+    else
+      name = base + "-" + std::to_string(n++);
+    while (!names_.insert(name).second) name = base + "-" + std::to_string(n++);
     return name;
   }
 
@@ -115,6 +124,7 @@ class Converter {
   }
 
   std::string visit(const Json& s, const std::string& ptr, const std::string& hint) {
+    const NestingLevel level(depth_, [&](const std::string& what) { fail(ptr, what); });
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(ptr, "schema 'false' matches nothing");
       return "json-value";
@@ -253,7 +263,11 @@ class Converter {
         if (required.insert(r.get<std::string>()).second) order.push_back(r.get<std::string>());
       }
     }
+    // The schema's objects keep their text order, so finding a key in one is a linear search:
+    // looked up once here rather than per property.
+    std::map<std::string, const Json*> declared;
     for (const auto& [key, value] : props.items()) {
+      declared.emplace(key, &value);
       if (!required.count(key)) order.push_back(key);
     }
     std::string extra;  // one additional member, or "" when none are allowed
@@ -268,8 +282,9 @@ class Converter {
     std::vector<std::string> members;
     for (const std::string& key : order) {
       const std::string p = ptr + "/properties/" + pointer_token(key);
+      const auto it = declared.find(key);
       const std::string value =
-          props.contains(key) ? visit(props[key], p, hint + "-" + key) : "json-value";
+          it != declared.end() ? visit(*it->second, p, hint + "-" + key) : "json-value";
       members.push_back(add_rule(hint + "-" + key + "-kv",
                                  gbnf_literal(Json(key).dump()) + " ws \":\" ws " + value + " ws"));
     }
@@ -492,6 +507,8 @@ class Converter {
                                "json-number", "json-boolean", "json-null", "json-value",
                                "json-member", "json-object",  "json-array"};
   std::map<std::string, std::string> ref_rules_;
+  std::map<std::string, int> next_number_;  // per rule-name base: the next suffix to try
+  int depth_ = 0;                           // sub-schemas being visited
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "grammar/ir.h"
 #include "grammar/json_schema.h"
+#include "grammar/nesting.h"
 #include "grammar/utf8.h"
 #include "hostlm/error.h"
 
@@ -234,6 +235,7 @@ class RegexConverter {
   std::string parse_atom() {
     const char c = p_[i_];
     if (c == '(') {
+      const NestingLevel level(depth_, [this](const std::string& what) { fail(what); });
       ++i_;
       if (!at_end() && p_[i_] == '?') {
         if (p_.substr(i_, 2) != "?:") fail("lookarounds and named groups");
@@ -310,6 +312,7 @@ class RegexConverter {
 
   std::string_view p_;
   size_t i_ = 0;
+  int depth_ = 0;  // groups open at i_
   std::string where_;
 };
 

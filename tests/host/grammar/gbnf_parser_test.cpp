@@ -2,6 +2,10 @@
 // malformed grammars fail with the line:column of the fault.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+
+#include "hostlm/error.h"
 #include "test_support.h"
 
 namespace hostlm {
@@ -178,6 +182,50 @@ TEST(GbnfParser, LeftRecursionIsRefused) {
   const Grammar g = Grammar::from_gbnf("root ::= \"(\" root \")\" | \"x\"");
   EXPECT_TRUE(full_match(g, "((x))"));
   EXPECT_FALSE(full_match(g, "((x)"));
+}
+
+}  // namespace
+}  // namespace hostlm
+
+namespace hostlm {
+namespace {
+
+std::string gbnf_error(const std::string& text) {
+  try {
+    (void)Grammar::from_gbnf(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Grammars can come from clients: deep nesting is an error, not a stack overflow.
+TEST(GbnfParser, DeepNestingIsAnError) {
+  const auto nested = [](int n) {
+    return "root ::= " + std::string(n, '(') + "\"a\"" + std::string(n, ')');
+  };
+  EXPECT_TRUE(full_match(Grammar::from_gbnf(nested(200)), "a"));
+  EXPECT_EQ(gbnf_error(nested(300)), "GBNF 1:266: nested deeper than 256 levels");
+  EXPECT_NE(gbnf_error(nested(200000)).find("nested deeper than 256 levels"), std::string::npos);
+}
+
+// Every rule records its line and column; finding them used to rescan the text from the top,
+// so 20,000 rules took tens of seconds.
+TEST(GbnfParser, ManyRulesCompileInLinearTime) {
+  std::string text;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    text += "r" + std::to_string(i) + " ::= \"x\" r" + std::to_string(i + 1) + "\n";
+  text += "r" + std::to_string(n) + " ::= \"y\"\nroot ::= r0\n";
+  const auto start = std::chrono::steady_clock::now();
+  const Grammar g = Grammar::from_gbnf(text);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(full_match(g, std::string(n, 'x') + "y"));
+  EXPECT_LT(seconds, 5.0);
+  // Positions are still exact far into the text.
+  EXPECT_EQ(gbnf_error(text + "bad ::= ( \"z\"\n"),
+            "GBNF " + std::to_string(n + 3) + ":9: unclosed '('");
 }
 
 }  // namespace

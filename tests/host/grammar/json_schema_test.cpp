@@ -2,6 +2,10 @@
 // what is not supported.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+
+#include "hostlm/error.h"
 #include "test_support.h"
 
 namespace hostlm {
@@ -184,6 +188,59 @@ TEST(JsonSchema, NlohmannOverloadSortsKeys) {
       R"G({"properties":{"b":{"const":1},"a":{"const":2}},"required":["b","a"]})G");
   const Grammar g = Grammar::from_json_schema(s);
   EXPECT_TRUE(full_match(g, R"G({"b":1,"a":2})G"));
+}
+
+}  // namespace
+}  // namespace hostlm
+
+namespace hostlm {
+namespace {
+
+// Schemas come from clients (Ollama's format, OpenAI's response_format): deep nesting is an
+// error, not a stack overflow, in the schema, in its JSON and in a pattern.
+TEST(JsonSchema, DeepNestingIsAnError) {
+  const auto items = [](int n) {
+    std::string s = R"({"type":"string"})";
+    for (int i = 0; i < n; ++i) s = R"({"type":"array","items":)" + s + "}";
+    return s;
+  };
+  EXPECT_TRUE(
+      full_match(schema(items(20).c_str()), std::string(20, '[') + "\"a\"" + std::string(20, ']')));
+  const std::string deep = schema_error(items(300).c_str());
+  EXPECT_NE(deep.find("nested deeper than 256 levels"), std::string::npos) << deep;
+  EXPECT_EQ(deep.find("JSON Schema at '#/items/items"), 0u) << deep;
+  EXPECT_EQ(schema_error((std::string(100000, '[') + std::string(100000, ']')).c_str()),
+            "JSON Schema: nested deeper than 512 levels");
+  EXPECT_THROW(Grammar::from_json_schema(nlohmann::json::parse(items(2000))), Error);
+  const std::string pattern = R"({"type":"string","pattern":")" + std::string(5000, '(') + "a" +
+                              std::string(5000, ')') + "\"}";
+  const std::string pattern_error = schema_error(pattern.c_str());
+  EXPECT_NE(pattern_error.find("nested deeper than 256 levels"), std::string::npos)
+      << pattern_error;
+}
+
+// An object of n properties names about 3n rules; numbering each name from 2 again, and finding
+// each property by a linear search of the schema's ordered object, made this take ~40 s.
+TEST(JsonSchema, ManyPropertiesConvertInLinearTime) {
+  std::string props, required;
+  const int n = 16000;
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "\"p" + std::to_string(i) + "\"";
+    props += (i ? "," : "") + key + R"(:{"type":"integer"})";
+    if (i % 2 == 0) required += std::string(required.empty() ? "" : ",") + key;
+  }
+  const std::string text =
+      R"({"type":"object","properties":{)" + props + "},\"required\":[" + required + "]}";
+  const auto start = std::chrono::steady_clock::now();
+  const Grammar g = schema(text.c_str());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string doc = "{";
+  for (int i = 0; i < n; i += 2)
+    doc += (i ? "," : "") + std::string("\"p") + std::to_string(i) + "\":1";
+  EXPECT_TRUE(full_match(g, doc + "}"));
+  EXPECT_FALSE(full_match(g, "{}"));
+  EXPECT_LT(seconds, 10.0);
 }
 
 }  // namespace

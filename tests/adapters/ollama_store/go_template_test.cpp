@@ -272,3 +272,44 @@ TEST(GoTemplateChat, LegacyModeRunsPerTurnAndCutsAfterResponse) {
 
 }  // namespace
 }  // namespace hostlm::ollama
+
+namespace hostlm::ollama {
+namespace {
+
+// TEMPLATEs come in requests (/api/create): deep nesting is a parse error, not a stack
+// overflow when parsing, running or freeing the template.
+TEST(GoTemplate, DeepNestingIsAParseError) {
+  const auto ifs = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += "{{if 1}}";
+    s += "x";
+    for (int i = 0; i < n; ++i) s += "{{end}}";
+    return s;
+  };
+  EXPECT_EQ(run(ifs(100)), "x");
+  EXPECT_EQ(parse_error(ifs(300)), "template: :1: nested deeper than 256 levels");
+  EXPECT_EQ(parse_error(ifs(100000)), "template: :1: nested deeper than 256 levels");
+  std::string chain = "{{if 0}}a";
+  for (int i = 0; i < 1000; ++i) chain += "{{else if 0}}a";
+  EXPECT_EQ(parse_error(chain + "{{end}}"), "template: :1: nested deeper than 256 levels");
+  const auto parens = [](int n) {
+    return "{{ " + std::string(n, '(') + "1" + std::string(n, ')') + " }}";
+  };
+  EXPECT_EQ(run(parens(100)), "1");
+  EXPECT_EQ(parse_error(parens(100000)), "template: :1: nested deeper than 256 levels");
+}
+
+// printf widths as Go's fmt takes them: past a million the number is garbage and the verb is
+// lost (once an int overflow). What a template writes is bounded.
+TEST(GoTemplate, HugePrintfWidthsAndOutputAreBounded) {
+  EXPECT_EQ(run(R"({{ printf "%5d|%-4s|%.2s" 42 "ab" "xyz" }})"), "   42|ab  |xy");
+  EXPECT_EQ(run(R"({{ printf "%777777777777777777777d" 1 }})"), "%!(NOVERB)%!(EXTRA int=1)");
+  EXPECT_EQ(run(R"({{ printf "%.99999999999s" "x" }})"), "%!(NOVERB)%!(EXTRA string=x)");
+  EXPECT_EQ(run(R"({{ printf "%1000000d" 1 }})").size(), 1000000u);
+  std::string wide;
+  for (int i = 0; i < 70; ++i) wide += R"({{ printf "%1000000d" 1 }})";
+  EXPECT_EQ(run_error(wide, json::object()), "template: :1: executing: output exceeds 64 MiB");
+}
+
+}  // namespace
+}  // namespace hostlm::ollama

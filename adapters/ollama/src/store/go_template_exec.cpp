@@ -255,14 +255,23 @@ std::string go_sprintf(const std::string& format, const std::vector<Value>& args
       zero |= format[i] == '0';
       plus |= format[i] == '+';
     }
+    // As Go's parsenum: a number past a million is taken for garbage and swallows the rest of
+    // the format, which then reads %!(NOVERB).
+    const auto number = [&](int& n) {
+      n = 0;
+      for (; i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])); ++i) {
+        if (n > 1000000) {
+          i = format.size();
+          return;
+        }
+        n = n * 10 + (format[i] - '0');
+      }
+    };
     int width = -1, prec = -1;
-    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])))
-      width = (width < 0 ? 0 : width * 10) + (format[i++] - '0');
+    if (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) number(width);
     if (i < format.size() && format[i] == '.') {
-      prec = 0;
       ++i;
-      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])))
-        prec = prec * 10 + (format[i++] - '0');
+      number(prec);
     }
     if (i >= format.size()) {
       out += "%!(NOVERB)";
@@ -380,11 +389,11 @@ class Executor {
   Flow node(const Node& n, const Value& dot) {
     switch (n.kind) {
       case Node::Kind::kText:
-        out_ += n.text;
+        emit(n.text, n.line);
         return Flow::kNormal;
       case Node::Kind::kAction: {
         const Value v = pipe(*n.pipe, dot);
-        if (n.pipe->decl.empty()) out_ += to_text(v.get());
+        if (n.pipe->decl.empty()) emit(to_text(v.get()), n.line);
         return Flow::kNormal;
       }
       case Node::Kind::kBreak:
@@ -693,6 +702,14 @@ class Executor {
       return Value::own(typescript_type(args[0].get()));
     }
     fail(line, "function \"" + fn + "\" not defined");
+  }
+
+  // A prompt is a few MB at most. A template that writes far more (wide printf fields in a
+  // range over a long history) is stopped instead of being left to take the memory.
+  static constexpr size_t kMaxOutput = size_t{64} << 20;
+  void emit(std::string_view text, int line) {
+    out_ += text;
+    if (out_.size() > kMaxOutput) fail(line, "output exceeds 64 MiB");
   }
 
   std::vector<std::pair<std::string, Value>> vars_;

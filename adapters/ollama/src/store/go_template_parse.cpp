@@ -43,6 +43,28 @@ struct Item {
   throw bad_request("template: :" + std::to_string(line) + ": " + message);
 }
 
+// Blocks, else-if chains and parentheses each recurse here, and again when the template runs
+// and when its tree is freed. Templates come in requests (/api/create), so the depth is
+// bounded: a few hundred KB of {{if}} would otherwise overflow the stack. Real templates nest
+// a handful of levels.
+constexpr int kMaxNesting = 256;
+
+// One level of nesting for as long as it lives.
+class NestingLevel {
+ public:
+  NestingLevel(int& depth, int line) : depth_(depth) {
+    if (depth_ >= kMaxNesting)
+      fail(line, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    ++depth_;
+  }
+  ~NestingLevel() { --depth_; }
+  NestingLevel(const NestingLevel&) = delete;
+  NestingLevel& operator=(const NestingLevel&) = delete;
+
+ private:
+  int& depth_;
+};
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -416,6 +438,7 @@ class Parser {
 
   // After the keyword: pipeline, body, optional else (else if / else with), end.
   Node control(const std::string& kind, int line, bool in_range) {
+    const NestingLevel level(depth_, line);
     const size_t scope = vars_.size();
     Node node;
     node.kind = kind == "if"     ? Node::Kind::kIf
@@ -554,10 +577,12 @@ class Parser {
       case Item::Kind::kNumber:
         number(it, a);
         break;
-      case Item::Kind::kLParen:
+      case Item::Kind::kLParen: {
         a.kind = Arg::Kind::kPipe;
+        const NestingLevel level(depth_, it.line);
         a.pipe = pipeline("parenthesized pipeline", false, true);
         break;
+      }
       case Item::Kind::kIdent:
         if (it.text == "true" || it.text == "false") {
           a.kind = Arg::Kind::kBool;
@@ -630,6 +655,7 @@ class Parser {
   std::vector<Item> items_;
   size_t pos_ = 0;
   std::vector<std::string> vars_;
+  int depth_ = 0;  // blocks and parentheses open at this point (NestingLevel)
 };
 
 }  // namespace

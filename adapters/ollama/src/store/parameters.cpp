@@ -152,8 +152,10 @@ nlohmann::ordered_json check_parameters(const nlohmann::json& params, bool stric
       if (ignored) ignored->push_back(key);
       continue;
     }
-    auto wrong = [&](const char* type) {
-      return bad_request("option \"" + key + "\" must be of type " + type);
+    // A named copy: clang before 16 cannot capture a structured binding.
+    const std::string& name = key;
+    auto wrong = [&name](const char* type) {
+      return bad_request("option \"" + name + "\" must be of type " + type);
     };
     switch (it->second) {
       case Type::kInt:

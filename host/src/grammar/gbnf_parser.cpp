@@ -294,7 +294,8 @@ class Parser {
       any.finish(false);
       seq.push_back(chars_elem(std::move(any)));
     } else if (c == '(') {
-      const NestingLevel level(depth_, [&](const std::string& what) { fail(start, what); });
+      const NestingLevel level(depth_, kMaxNesting,
+                               [&](const std::string& what) { fail(start, what); });
       ++pos_;
       auto alts = parse_alternatives(true);
       skip_ws();

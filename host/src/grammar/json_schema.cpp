@@ -124,7 +124,8 @@ class Converter {
   }
 
   std::string visit(const Json& s, const std::string& ptr, const std::string& hint) {
-    const NestingLevel level(depth_, [&](const std::string& what) { fail(ptr, what); });
+    const NestingLevel level(depth_, kMaxNesting,
+                             [&](const std::string& what) { fail(ptr, what); });
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(ptr, "schema 'false' matches nothing");
       return "json-value";

@@ -1,29 +1,11 @@
-// A bound on nesting for the grammar front ends (GBNF groups, JSON Schema sub-schemas, pattern
-// groups). Each parser here is recursive, and their text comes from requests (a client's JSON
-// Schema, a --grammar file): every level is a few stack frames, so a few hundred KB of '(' or
-// of nested "items" would overflow the stack. No real grammar or schema comes near the bound.
+// How deep GBNF groups, JSON Schema sub-schemas and pattern groups may nest: their text comes
+// from requests (a client's JSON Schema, a --grammar file). No real grammar or schema comes
+// near the bound.
 #pragma once
-#include <string>
+#include "hostlm/nesting_level.h"
 
 namespace hostlm::grammar {
 
 constexpr int kMaxNesting = 256;
-
-// One level for as long as it lives. `fail` takes the message and must throw.
-class NestingLevel {
- public:
-  template <class Fail>
-  NestingLevel(int& depth, Fail&& fail) : depth_(depth) {
-    if (depth_ >= kMaxNesting)
-      fail("nested deeper than " + std::to_string(kMaxNesting) + " levels");
-    ++depth_;
-  }
-  ~NestingLevel() { --depth_; }
-  NestingLevel(const NestingLevel&) = delete;
-  NestingLevel& operator=(const NestingLevel&) = delete;
-
- private:
-  int& depth_;
-};
 
 }  // namespace hostlm::grammar

@@ -235,7 +235,8 @@ class RegexConverter {
   std::string parse_atom() {
     const char c = p_[i_];
     if (c == '(') {
-      const NestingLevel level(depth_, [this](const std::string& what) { fail(what); });
+      const NestingLevel level(depth_, kMaxNesting,
+                               [this](const std::string& what) { fail(what); });
       ++i_;
       if (!at_end() && p_[i_] == '?') {
         if (p_.substr(i_, 2) != "?:") fail("lookarounds and named groups");

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "go_template_ast.h"
+#include "hostlm/nesting_level.h"
 #include "hostlm/ollama/errors.h"
 #include "text_util.h"
 
@@ -44,26 +45,9 @@ struct Item {
 }
 
 // Blocks, else-if chains and parentheses each recurse here, and again when the template runs
-// and when its tree is freed. Templates come in requests (/api/create), so the depth is
-// bounded: a few hundred KB of {{if}} would otherwise overflow the stack. Real templates nest
-// a handful of levels.
+// and when its tree is freed. Templates come in requests (/api/create); real ones nest a
+// handful of levels.
 constexpr int kMaxNesting = 256;
-
-// One level of nesting for as long as it lives.
-class NestingLevel {
- public:
-  NestingLevel(int& depth, int line) : depth_(depth) {
-    if (depth_ >= kMaxNesting)
-      fail(line, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
-    ++depth_;
-  }
-  ~NestingLevel() { --depth_; }
-  NestingLevel(const NestingLevel&) = delete;
-  NestingLevel& operator=(const NestingLevel&) = delete;
-
- private:
-  int& depth_;
-};
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
@@ -438,7 +422,8 @@ class Parser {
 
   // After the keyword: pipeline, body, optional else (else if / else with), end.
   Node control(const std::string& kind, int line, bool in_range) {
-    const NestingLevel level(depth_, line);
+    const NestingLevel level(depth_, kMaxNesting,
+                             [line](const std::string& what) { fail(line, what); });
     const size_t scope = vars_.size();
     Node node;
     node.kind = kind == "if"     ? Node::Kind::kIf
@@ -579,7 +564,8 @@ class Parser {
         break;
       case Item::Kind::kLParen: {
         a.kind = Arg::Kind::kPipe;
-        const NestingLevel level(depth_, it.line);
+        const NestingLevel level(depth_, kMaxNesting,
+                                 [&it](const std::string& what) { fail(it.line, what); });
         a.pipe = pipeline("parenthesized pipeline", false, true);
         break;
       }

@@ -1,9 +1,11 @@
 #include "grammar/matcher_state.h"
 
 #include <algorithm>
+#include <string>
 
 #include "grammar/utf8.h"
 #include "grammar/vocab_trie.h"
+#include "hostlm/error.h"
 #include "hostlm/grammar.h"
 
 namespace hostlm::grammar {
@@ -12,6 +14,13 @@ namespace {
 // Beyond this many pool nodes the pool is rebuilt from the live stacks only, so a long
 // generation does not keep every stack it ever saw.
 constexpr size_t kCompactAt = size_t{1} << 20;
+// Bounds for grammars so ambiguous that every position is reachable from every other (a long
+// run of optional elements, "a"?{100000}): one expansion reaching more stacks than this, or
+// the memoized successor lists passing this many entries (16 MiB), ends the match with an
+// error instead of taking the memory and the time. A JSON object of 4,000 optional properties
+// stays inside both.
+constexpr size_t kMaxExpansion = size_t{1} << 15;
+constexpr size_t kMaxMemoEntries = size_t{1} << 22;
 constexpr size_t kMaskCacheSize = 8;
 // Interned item sets are 1 KiB each with their transition row; start over beyond this.
 constexpr size_t kMaxSets = 8192;
@@ -34,7 +43,7 @@ void MatcherState::reset() {
   memo_data_.clear();
   mask_cache_.clear();
   clear_sets();
-  visited_.clear();
+  clear_visited();
   scratch_.clear();
   for (uint32_t alt : g_->rules[g_->root].alts) expand(alt, kBottom, scratch_);
   items_.clear();
@@ -49,31 +58,59 @@ uint32_t MatcherState::intern(uint32_t pos, uint32_t parent) {
   return it->second;
 }
 
+bool MatcherState::first_visit(uint64_t key) {
+  if (visited_set_.empty()) {
+    if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return false;
+    visited_.push_back(key);
+    if (visited_.size() == 64) visited_set_.insert(visited_.begin(), visited_.end());
+    return true;
+  }
+  return visited_set_.insert(key).second;
+}
+
+void MatcherState::clear_visited() {
+  visited_.clear();
+  visited_set_.clear();
+}
+
 void MatcherState::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out) {
-  // A rule reached twice from the same place (a diamond of nullable rules) adds nothing new.
-  const uint64_t key = (uint64_t{pos} << 32) | parent;
-  if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return;
-  visited_.push_back(key);
-  const Elem e = g_->elems[pos];
-  switch (e.kind) {
-    case ElemKind::Chars:
-      out.push_back(intern(pos, parent));
-      break;
-    case ElemKind::End:
-      if (parent == kBottom) {
-        if (std::find(out.begin(), out.end(), kBottom) == out.end()) out.push_back(kBottom);
-      } else {
-        const Node up = nodes_[parent];
-        expand(up.pos, up.parent, out);
+  // Depth first through a work list rather than by recursion: a run of nullable elements (an
+  // object of many optional properties, "a"?{100000}) is as deep as it is long, and recursing
+  // overflowed the stack. Alternatives go on the list last first, so the visiting order, and
+  // with it the stack ids interned, is the recursive order.
+  work_.clear();
+  work_.emplace_back(pos, parent);
+  size_t visits = 0;
+  while (!work_.empty()) {
+    if (++visits > kMaxExpansion)
+      throw Error("grammar: too ambiguous to match (more than " + std::to_string(kMaxExpansion) +
+                  " parse stacks reached at one point)");
+    const auto [p, par] = work_.back();
+    work_.pop_back();
+    // A rule reached twice from the same place (a diamond of nullable rules) adds nothing new.
+    if (!first_visit((uint64_t{p} << 32) | par)) continue;
+    const Elem e = g_->elems[p];
+    switch (e.kind) {
+      case ElemKind::Chars:
+        out.push_back(intern(p, par));
+        break;
+      case ElemKind::End:
+        if (par == kBottom) {
+          if (std::find(out.begin(), out.end(), kBottom) == out.end()) out.push_back(kBottom);
+        } else {
+          const Node up = nodes_[par];
+          work_.emplace_back(up.pos, up.parent);
+        }
+        break;
+      case ElemKind::Rule: {
+        // A reference last in its alternative returns straight to the caller's frame, so
+        // right recursion (every `x*`) keeps the parse stacks flat.
+        const uint32_t ret = p + 1;
+        const uint32_t base = g_->elems[ret].kind == ElemKind::End ? par : intern(ret, par);
+        const auto& alts = g_->rules[e.arg].alts;
+        for (auto alt = alts.rbegin(); alt != alts.rend(); ++alt) work_.emplace_back(*alt, base);
+        break;
       }
-      break;
-    case ElemKind::Rule: {
-      // A reference last in its alternative returns straight to the caller's frame, so
-      // right recursion (every `x*`) runs in constant stack depth.
-      const uint32_t ret = pos + 1;
-      const uint32_t base = g_->elems[ret].kind == ElemKind::End ? parent : intern(ret, parent);
-      for (uint32_t alt : g_->rules[e.arg].alts) expand(alt, base, out);
-      break;
     }
   }
 }
@@ -85,10 +122,12 @@ std::pair<const uint32_t*, size_t> MatcherState::successors(uint32_t stack) {
   }
   if (memo_begin_[stack] == kBottom) {
     const Node n = nodes_[stack];
-    visited_.clear();
+    clear_visited();
     scratch_.clear();
     expand(n.pos + 1, n.parent, scratch_);
     std::sort(scratch_.begin(), scratch_.end());
+    if (memo_data_.size() + scratch_.size() > kMaxMemoEntries)
+      throw Error("grammar: too ambiguous to match (its successor tables passed 16 MiB)");
     memo_begin_[stack] = static_cast<uint32_t>(memo_data_.size());
     memo_len_[stack] = static_cast<uint32_t>(scratch_.size());
     memo_data_.insert(memo_data_.end(), scratch_.begin(), scratch_.end());

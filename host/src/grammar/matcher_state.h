@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "grammar/ir.h"
@@ -71,8 +73,11 @@ class MatcherState {
   };
 
   uint32_t intern(uint32_t pos, uint32_t parent);
-  // Adds to out every stack reachable from (pos, parent) without consuming a character.
+  // Adds to out every stack reachable from (pos, parent) without consuming a character, each
+  // (pos, parent) once since clear_visited().
   void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out);
+  bool first_visit(uint64_t key);
+  void clear_visited();
   // The stacks after the top character of `stack` is consumed (memoized).
   std::pair<const uint32_t*, size_t> successors(uint32_t stack);
   // Appends to out what `item` becomes after one more byte.
@@ -92,7 +97,11 @@ class MatcherState {
   std::vector<uint32_t> memo_begin_;  // per stack id: into memo_data_, or kBottom if unknown
   std::vector<uint32_t> memo_len_;
   std::vector<uint32_t> memo_data_;
-  std::vector<uint64_t> visited_;  // scratch for expand()
+  // Scratch for expand(): what it has reached (a list while short, then also a set: an
+  // object of many optional properties reaches thousands), and its work list.
+  std::vector<uint64_t> visited_;
+  std::unordered_set<uint64_t> visited_set_;
+  std::vector<std::pair<uint32_t, uint32_t>> work_;
   std::vector<uint32_t> scratch_;
   std::vector<Item> items_;  // sorted, unique
   std::vector<Item> next_;

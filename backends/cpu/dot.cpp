@@ -71,7 +71,8 @@ HOSTLM_AVX2 inline float dot_avx2(const float* x, int64_t n, Load load, float ta
 
 HOSTLM_AVX2 float dot_f32_avx2(const void* w, const float* x, int64_t n) {
   const float* a = static_cast<const float*>(w);
-  float s = dot_avx2(x, n, [a](int64_t i) HOSTLM_AVX2 { return _mm256_loadu_ps(a + i); }, 0.f);
+  float s = dot_avx2(
+      x, n, [a](int64_t i) HOSTLM_AVX2 { return _mm256_loadu_ps(a + i); }, 0.f);
   for (int64_t i = n & ~int64_t{7}; i < n; ++i) s += a[i] * x[i];
   return s;
 }
@@ -112,9 +113,12 @@ bool has_avx2() {
 DotFn dot_kernel(DType type) {
   const bool avx2 = has_avx2();
   switch (type) {
-    case DType::F32: return avx2 ? dot_f32_avx2 : dot_f32_scalar;
-    case DType::F16: return avx2 ? dot_f16_avx2 : dot_f16_scalar;
-    case DType::BF16: return avx2 ? dot_bf16_avx2 : dot_bf16_scalar;
+    case DType::F32:
+      return avx2 ? dot_f32_avx2 : dot_f32_scalar;
+    case DType::F16:
+      return avx2 ? dot_f16_avx2 : dot_f16_scalar;
+    case DType::BF16:
+      return avx2 ? dot_bf16_avx2 : dot_bf16_scalar;
     default:
       if (DotFn f = avx2 ? quants::dot_avx2(type) : nullptr) return f;
       return quants::dot_scalar(type);
@@ -123,9 +127,12 @@ DotFn dot_kernel(DType type) {
 
 RowToF32Fn row_to_f32_kernel(DType type) {
   switch (type) {
-    case DType::F32: return row_f32;
-    case DType::F16: return row_f16;
-    case DType::BF16: return row_bf16;
+    case DType::F32:
+      return row_f32;
+    case DType::F16:
+      return row_f16;
+    case DType::BF16:
+      return row_bf16;
     default:
       if (RowToF32Fn f = has_avx2() ? quants::row_to_f32_avx2(type) : nullptr) return f;
       return quants::row_to_f32_scalar(type);

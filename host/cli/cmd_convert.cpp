@@ -20,10 +20,13 @@ void add_convert_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->callback([args] {
     OpenedModelFiles opened(args->input);
-    if (!opened.files().hf) throw Error(args->input + ": convert expects a Hugging Face model folder");
+    if (!opened.files().hf)
+      throw Error(args->input + ": convert expects a Hugging Face model folder");
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
     ArchitecturePlugin& plugin = registry.plugin_for(opened.files().architecture);
-    const DType type = args->type == "f32" ? DType::F32 : args->type == "f16" ? DType::F16 : DType::BF16;
+    const DType type = args->type == "f32"   ? DType::F32
+                       : args->type == "f16" ? DType::F16
+                                             : DType::BF16;
     plugin.convert_to_gguf(*opened.files().hf, type, args->output);
     std::printf("wrote %s (%s)\n", args->output.c_str(), args->type.c_str());
   });

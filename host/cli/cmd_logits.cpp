@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
@@ -19,10 +18,13 @@ void add_logits_command(CLI::App& app) {
     BackendFlags backend;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("logits", "Evaluate tokens as one prompt and write the logits of every position");
+  CLI::App* cmd = app.add_subcommand(
+      "logits", "Evaluate tokens as one prompt and write the logits of every position");
   cmd->add_option("model", args->model, "GGUF file or Hugging Face folder")->required();
   cmd->add_option("--tokens", args->tokens, "comma-separated token ids")->required();
-  cmd->add_option("--output", args->output, "file for float32 little-endian logits [n_tokens, n_vocab]")->required();
+  cmd->add_option("--output", args->output,
+                  "file for float32 little-endian logits [n_tokens, n_vocab]")
+      ->required();
   args->backend.add_to(*cmd);
   cmd->callback([args] {
     const std::vector<int32_t> tokens = parse_token_list(args->tokens);
@@ -41,8 +43,11 @@ void add_logits_command(CLI::App& app) {
     if (!out) throw Error(args->output + ": cannot write the logits file");
     const float* last = logits.data() + (n - 1) * V;
     const int64_t argmax = std::max_element(last, last + V) - last;
-    nlohmann::json line = {{"n_tokens", n}, {"n_vocab", V}, {"argmax_last", argmax},
-                           {"backend", loaded.backend().name()}, {"output", args->output}};
+    nlohmann::json line = {{"n_tokens", n},
+                           {"n_vocab", V},
+                           {"argmax_last", argmax},
+                           {"backend", loaded.backend().name()},
+                           {"output", args->output}};
     std::printf("%s\n", line.dump().c_str());
   });
 }

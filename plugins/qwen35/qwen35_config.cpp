@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kArch = "qwen35";
 
 void check_positive(const std::string& where, const char* what, int64_t v) {
-  if (v <= 0) throw Error(where + ": " + what + " must be positive (got " + std::to_string(v) + ")");
+  if (v <= 0)
+    throw Error(where + ": " + what + " must be positive (got " + std::to_string(v) + ")");
 }
 
 void validate(const Config& c, const std::string& where) {
@@ -72,7 +73,8 @@ Config config_from_gguf(const GgufFile& g) {
   if (value_length != c.head_dim)
     throw Error(where + ": attention key_length and value_length differ");
   auto eps = g.get_float(key("attention.layer_norm_rms_epsilon"));
-  if (!eps) throw Error(where + ": missing metadata key '" + key("attention.layer_norm_rms_epsilon") + "'");
+  if (!eps)
+    throw Error(where + ": missing metadata key '" + key("attention.layer_norm_rms_epsilon") + "'");
   c.eps = static_cast<float>(*eps);
   c.rope_theta = g.get_float(key("rope.freq_base")).value_or(1e7);
   c.rot_dims = g.get_int(key("rope.dimension_count")).value_or(c.head_dim);
@@ -91,7 +93,8 @@ Config config_from_gguf(const GgufFile& g) {
                 "); GGUF files of this architecture need equal key and value head dims");
   c.n_ctx_train = g.get_int(key("context_length")).value_or(262144);
   c.full_attention_interval = g.get_int(key("full_attention_interval")).value_or(4);
-  if (c.full_attention_interval <= 0) throw Error(where + ": full_attention_interval must be positive");
+  if (c.full_attention_interval <= 0)
+    throw Error(where + ": full_attention_interval must be positive");
   if (const GgufValue* rec = g.find(key("attention.recurrent_layers"))) {
     // Per-layer flags, nonzero = recurrent; written as bools or integers.
     const GgufArray* arr = rec->as_array();
@@ -100,7 +103,9 @@ Config config_from_gguf(const GgufFile& g) {
     c.full_attention.resize(static_cast<size_t>(c.n_layers));
     for (int64_t i = 0; i < c.n_layers; ++i) {
       const GgufValue& e = arr->elements[static_cast<size_t>(i)];
-      auto flag = e.as_bool() ? e.as_bool() : e.as_int() ? std::optional<bool>(*e.as_int() != 0) : std::nullopt;
+      auto flag = e.as_bool()  ? e.as_bool()
+                  : e.as_int() ? std::optional<bool>(*e.as_int() != 0)
+                               : std::nullopt;
       if (!flag) throw Error(where + ": attention.recurrent_layers holds a non-integer entry");
       c.full_attention[i] = !*flag;
     }
@@ -109,12 +114,12 @@ Config config_from_gguf(const GgufFile& g) {
   }
   auto tokens = g.find("tokenizer.ggml.tokens");
   c.n_vocab = 0;  // taken from token_embd by the loader when the tokenizer is absent
-  if (tokens && tokens->as_array()) c.n_vocab = static_cast<int64_t>(tokens->as_array()->elements.size());
+  if (tokens && tokens->as_array())
+    c.n_vocab = static_cast<int64_t>(tokens->as_array()->elements.size());
   return c;
 }
 
-void validate_config(const Config& c, const std::string& where) { validate(c, where);
-}
+void validate_config(const Config& c, const std::string& where) { validate(c, where); }
 
 Config config_from_hf(const nlohmann::json& root, const std::string& where) {
   const nlohmann::json& t = root.contains("text_config") ? root.at("text_config") : root;
@@ -144,14 +149,18 @@ Config config_from_hf(const nlohmann::json& root, const std::string& where) {
   // transformers-5 keeps rope settings in rope_parameters; older files use rope_scaling and a
   // top-level rope_theta.
   const nlohmann::json* rope = nullptr;
-  if (t.contains("rope_parameters") && t.at("rope_parameters").is_object()) rope = &t.at("rope_parameters");
-  else if (t.contains("rope_scaling") && t.at("rope_scaling").is_object()) rope = &t.at("rope_scaling");
+  if (t.contains("rope_parameters") && t.at("rope_parameters").is_object())
+    rope = &t.at("rope_parameters");
+  else if (t.contains("rope_scaling") && t.at("rope_scaling").is_object())
+    rope = &t.at("rope_scaling");
   double partial = 0.25;
   if (t.contains("partial_rotary_factor")) partial = t.at("partial_rotary_factor").get<double>();
-  if (rope && rope->contains("partial_rotary_factor")) partial = rope->at("partial_rotary_factor").get<double>();
+  if (rope && rope->contains("partial_rotary_factor"))
+    partial = rope->at("partial_rotary_factor").get<double>();
   if (t.contains("rope_theta")) c.rope_theta = t.at("rope_theta").get<double>();
   if (rope && rope->contains("rope_theta")) c.rope_theta = rope->at("rope_theta").get<double>();
-  if (rope && rope->contains("mrope_section")) c.mrope_sections = rope->at("mrope_section").get<std::vector<int64_t>>();
+  if (rope && rope->contains("mrope_section"))
+    c.mrope_sections = rope->at("mrope_section").get<std::vector<int64_t>>();
   if (rope && rope->contains("rope_type")) {
     const std::string type = rope->at("rope_type").get<std::string>();
     if (type != "default" && type != "mrope")
@@ -167,16 +176,21 @@ Config config_from_hf(const nlohmann::json& root, const std::string& where) {
                   std::to_string(c.n_layers) + " layers");
     for (const auto& e : lt) {
       const std::string s = e.get<std::string>();
-      if (s == "full_attention" || s == "attention") c.full_attention.push_back(true);
-      else if (s == "linear_attention" || s == "mamba") c.full_attention.push_back(false);
-      else throw Error(where + ": unknown layer type '" + s + "'");
+      if (s == "full_attention" || s == "attention")
+        c.full_attention.push_back(true);
+      else if (s == "linear_attention" || s == "mamba")
+        c.full_attention.push_back(false);
+      else
+        throw Error(where + ": unknown layer type '" + s + "'");
     }
   } else {
-    if (c.full_attention_interval <= 0) throw Error(where + ": full_attention_interval must be positive");
+    if (c.full_attention_interval <= 0)
+      throw Error(where + ": full_attention_interval must be positive");
     c.full_attention = pattern_from_interval(c.n_layers, c.full_attention_interval);
   }
   const nlohmann::json* tie = root.contains("tie_word_embeddings") ? &root.at("tie_word_embeddings")
-                            : t.contains("tie_word_embeddings") ? &t.at("tie_word_embeddings") : nullptr;
+                              : t.contains("tie_word_embeddings")  ? &t.at("tie_word_embeddings")
+                                                                   : nullptr;
   c.tied = tie && tie->is_boolean() && tie->get<bool>();
   validate(c, where);
   return c;

@@ -1,10 +1,9 @@
 // Qwen3.5 hyper-parameters, read by name from a GGUF or a Hugging Face config.json.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hostlm {
 class GgufFile;
@@ -14,23 +13,23 @@ namespace hostlm::qwen35 {
 
 struct Config {
   int64_t n_vocab = 0;
-  int64_t hidden = 0;           // H
-  int64_t ffn = 0;              // F
-  int64_t n_layers = 0;         // trunk layers (MTP excluded)
-  int64_t n_nextn = 0;          // MTP layers stored after the trunk
-  int64_t n_head = 0;           // Nq
-  int64_t n_head_kv = 0;        // Nkv
-  int64_t head_dim = 0;         // D
-  int64_t rot_dims = 0;         // R
+  int64_t hidden = 0;     // H
+  int64_t ffn = 0;        // F
+  int64_t n_layers = 0;   // trunk layers (MTP excluded)
+  int64_t n_nextn = 0;    // MTP layers stored after the trunk
+  int64_t n_head = 0;     // Nq
+  int64_t n_head_kv = 0;  // Nkv
+  int64_t head_dim = 0;   // D
+  int64_t rot_dims = 0;   // R
   double rope_theta = 1e7;
   std::vector<int64_t> mrope_sections;  // as stored (text-only models use plain NeoX RoPE)
-  int64_t n_k_heads = 0;        // Hk
-  int64_t n_v_heads = 0;        // Hv
+  int64_t n_k_heads = 0;                // Hk
+  int64_t n_v_heads = 0;                // Hv
   int64_t dk = 0, dv = 0;
-  int64_t conv_kernel = 4;      // Kc
+  int64_t conv_kernel = 4;  // Kc
   float eps = 1e-6f;
   int64_t n_ctx_train = 0;
-  bool tied = false;            // decided from tensor presence by the loader
+  bool tied = false;                 // decided from tensor presence by the loader
   std::vector<bool> full_attention;  // per trunk layer
   int64_t full_attention_interval = 4;
 

@@ -27,10 +27,14 @@ bool stays_f32(const TensorView& v) {
 
 uint32_t llama_file_type(DType t) {
   switch (t) {
-    case DType::F32: return 0;
-    case DType::F16: return 1;
-    case DType::BF16: return 32;
-    default: throw Error("convert writes F32, F16 or BF16 files");
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1;
+    case DType::BF16:
+      return 32;
+    default:
+      throw Error("convert writes F32, F16 or BF16 files");
   }
 }
 
@@ -52,7 +56,8 @@ void write_hparams(GgufWriter& w, const Config& c, DType out_type, const std::st
   w.set(a + "rope.freq_base", GgufValue::f32(static_cast<float>(c.rope_theta)));
   w.set(a + "rope.dimension_count", u32(c.rot_dims));
   std::vector<GgufValue> sections;
-  std::vector<int64_t> s = c.mrope_sections.empty() ? std::vector<int64_t>{11, 11, 10} : c.mrope_sections;
+  std::vector<int64_t> s =
+      c.mrope_sections.empty() ? std::vector<int64_t>{11, 11, 10} : c.mrope_sections;
   s.resize(4, 0);
   for (int64_t v : s) sections.push_back(GgufValue::i32(static_cast<int32_t>(v)));
   w.set(a + "rope.dimension_sections", GgufValue::array(GgufType::I32, std::move(sections)));

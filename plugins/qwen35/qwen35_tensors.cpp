@@ -5,14 +5,16 @@
 #include <functional>
 
 #include "hostlm/error.h"
-#include "hostlm/tensor_convert.h"
 #include "hostlm/safetensors.h"
+#include "hostlm/tensor_convert.h"
 
 namespace hostlm::qwen35 {
 namespace {
 
 std::string blk(int64_t i, const char* name) { return "blk." + std::to_string(i) + "." + name; }
-std::string layer(int64_t i, const char* name) { return "layers." + std::to_string(i) + "." + name; }
+std::string layer(int64_t i, const char* name) {
+  return "layers." + std::to_string(i) + "." + name;
+}
 
 float element_as_f32(const TensorView& v, int64_t i) { return tensor_element_f32(v, i); }
 
@@ -29,7 +31,8 @@ TransformedTensor to_f32(const TensorView& src, std::vector<int64_t> shape,
   out.storage.resize(static_cast<size_t>(n) * 4);
   auto* dst = reinterpret_cast<float*>(out.storage.data());
   for (int64_t i = 0; i < n; ++i) dst[i] = value_at(i);
-  out.view = TensorView{src.name, DType::F32, std::move(shape), out.storage.data(), out.storage.size()};
+  out.view =
+      TensorView{src.name, DType::F32, std::move(shape), out.storage.data(), out.storage.size()};
   return out;
 }
 
@@ -76,26 +79,42 @@ std::vector<TensorRule> tensor_rules(const Config& c) {
       {"output.weight", "lm_head.weight", T::None, true},
   };
   for (int64_t i = 0; i < c.n_layers; ++i) {
-    rules.push_back({blk(i, "attn_norm.weight"), layer(i, "input_layernorm.weight"), T::NormPlusOne, false});
+    rules.push_back(
+        {blk(i, "attn_norm.weight"), layer(i, "input_layernorm.weight"), T::NormPlusOne, false});
     if (c.full_attention[i]) {
-      rules.push_back({blk(i, "attn_q.weight"), layer(i, "self_attn.q_proj.weight"), T::None, false});
-      rules.push_back({blk(i, "attn_k.weight"), layer(i, "self_attn.k_proj.weight"), T::None, false});
-      rules.push_back({blk(i, "attn_v.weight"), layer(i, "self_attn.v_proj.weight"), T::None, false});
-      rules.push_back({blk(i, "attn_output.weight"), layer(i, "self_attn.o_proj.weight"), T::None, false});
-      rules.push_back({blk(i, "attn_q_norm.weight"), layer(i, "self_attn.q_norm.weight"), T::NormPlusOne, false});
-      rules.push_back({blk(i, "attn_k_norm.weight"), layer(i, "self_attn.k_norm.weight"), T::NormPlusOne, false});
+      rules.push_back(
+          {blk(i, "attn_q.weight"), layer(i, "self_attn.q_proj.weight"), T::None, false});
+      rules.push_back(
+          {blk(i, "attn_k.weight"), layer(i, "self_attn.k_proj.weight"), T::None, false});
+      rules.push_back(
+          {blk(i, "attn_v.weight"), layer(i, "self_attn.v_proj.weight"), T::None, false});
+      rules.push_back(
+          {blk(i, "attn_output.weight"), layer(i, "self_attn.o_proj.weight"), T::None, false});
+      rules.push_back({blk(i, "attn_q_norm.weight"), layer(i, "self_attn.q_norm.weight"),
+                       T::NormPlusOne, false});
+      rules.push_back({blk(i, "attn_k_norm.weight"), layer(i, "self_attn.k_norm.weight"),
+                       T::NormPlusOne, false});
     } else {
-      rules.push_back({blk(i, "attn_qkv.weight"), layer(i, "linear_attn.in_proj_qkv.weight"), T::QkvPermuted, false});
-      rules.push_back({blk(i, "attn_gate.weight"), layer(i, "linear_attn.in_proj_z.weight"), T::RowsPermuted, false});
-      rules.push_back({blk(i, "ssm_beta.weight"), layer(i, "linear_attn.in_proj_b.weight"), T::RowsPermuted, false});
-      rules.push_back({blk(i, "ssm_alpha.weight"), layer(i, "linear_attn.in_proj_a.weight"), T::RowsPermuted, false});
-      rules.push_back({blk(i, "ssm_conv1d.weight"), layer(i, "linear_attn.conv1d.weight"), T::ConvPermuted, false});
-      rules.push_back({blk(i, "ssm_dt.bias"), layer(i, "linear_attn.dt_bias"), T::RowsPermutedF32, false});
+      rules.push_back({blk(i, "attn_qkv.weight"), layer(i, "linear_attn.in_proj_qkv.weight"),
+                       T::QkvPermuted, false});
+      rules.push_back({blk(i, "attn_gate.weight"), layer(i, "linear_attn.in_proj_z.weight"),
+                       T::RowsPermuted, false});
+      rules.push_back({blk(i, "ssm_beta.weight"), layer(i, "linear_attn.in_proj_b.weight"),
+                       T::RowsPermuted, false});
+      rules.push_back({blk(i, "ssm_alpha.weight"), layer(i, "linear_attn.in_proj_a.weight"),
+                       T::RowsPermuted, false});
+      rules.push_back({blk(i, "ssm_conv1d.weight"), layer(i, "linear_attn.conv1d.weight"),
+                       T::ConvPermuted, false});
+      rules.push_back(
+          {blk(i, "ssm_dt.bias"), layer(i, "linear_attn.dt_bias"), T::RowsPermutedF32, false});
       rules.push_back({blk(i, "ssm_a"), layer(i, "linear_attn.A_log"), T::NegExpPermuted, false});
-      rules.push_back({blk(i, "ssm_norm.weight"), layer(i, "linear_attn.norm.weight"), T::ToF32, false});
-      rules.push_back({blk(i, "ssm_out.weight"), layer(i, "linear_attn.out_proj.weight"), T::ColsPermuted, false});
+      rules.push_back(
+          {blk(i, "ssm_norm.weight"), layer(i, "linear_attn.norm.weight"), T::ToF32, false});
+      rules.push_back({blk(i, "ssm_out.weight"), layer(i, "linear_attn.out_proj.weight"),
+                       T::ColsPermuted, false});
     }
-    rules.push_back({blk(i, "post_attention_norm.weight"), layer(i, "post_attention_layernorm.weight"), T::NormPlusOne, false});
+    rules.push_back({blk(i, "post_attention_norm.weight"),
+                     layer(i, "post_attention_layernorm.weight"), T::NormPlusOne, false});
     rules.push_back({blk(i, "ffn_gate.weight"), layer(i, "mlp.gate_proj.weight"), T::None, false});
     rules.push_back({blk(i, "ffn_up.weight"), layer(i, "mlp.up_proj.weight"), T::None, false});
     rules.push_back({blk(i, "ffn_down.weight"), layer(i, "mlp.down_proj.weight"), T::None, false});
@@ -141,7 +160,9 @@ std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
       break;
     case Transform::NegExpPermuted:
     case Transform::RowsPermutedF32: {
-      if (n != c.n_v_heads) throw Error(hf.folder().string() + ": tensor '" + name + "' should have " + std::to_string(c.n_v_heads) + " elements");
+      if (n != c.n_v_heads)
+        throw Error(hf.folder().string() + ": tensor '" + name + "' should have " +
+                    std::to_string(c.n_v_heads) + " elements");
       const bool negexp = rule.transform == Transform::NegExpPermuted;
       out = f32(src->shape, [&](int64_t j) {
         const float v = element_as_f32(*src, permute ? hf_head_of_tiled(j, c) : j);
@@ -150,17 +171,24 @@ std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
       break;
     }
     case Transform::RowsPermuted:
-      if (src->rows() % c.n_v_heads != 0) throw Error(hf.folder().string() + ": tensor '" + name + "' rows are not a multiple of the value heads");
-      out = permute ? permute_rows(*src, 0, src->rows() / c.n_v_heads, c) : TransformedTensor{*src, {}};
+      if (src->rows() % c.n_v_heads != 0)
+        throw Error(hf.folder().string() + ": tensor '" + name +
+                    "' rows are not a multiple of the value heads");
+      out = permute ? permute_rows(*src, 0, src->rows() / c.n_v_heads, c)
+                    : TransformedTensor{*src, {}};
       break;
     case Transform::QkvPermuted:
-      if (src->rows() != c.conv_channels()) throw Error(hf.folder().string() + ": tensor '" + name + "' has " + std::to_string(src->rows()) + " rows, expected " + std::to_string(c.conv_channels()));
+      if (src->rows() != c.conv_channels())
+        throw Error(hf.folder().string() + ": tensor '" + name + "' has " +
+                    std::to_string(src->rows()) + " rows, expected " +
+                    std::to_string(c.conv_channels()));
       out = permute ? permute_rows(*src, 2 * c.key_dim(), c.dv, c) : TransformedTensor{*src, {}};
       break;
     case Transform::ConvPermuted: {
       const int64_t channels = src->shape.empty() ? 0 : src->shape.front();
       const int64_t k = channels ? n / channels : 0;
-      if (channels != c.conv_channels() || k != c.conv_kernel) throw Error(hf.folder().string() + ": tensor '" + name + "' has an unexpected shape");
+      if (channels != c.conv_channels() || k != c.conv_kernel)
+        throw Error(hf.folder().string() + ": tensor '" + name + "' has an unexpected shape");
       out = f32({channels, k}, [&](int64_t i) {
         int64_t ch = i / k;
         const int64_t tap = i % k;
@@ -174,7 +202,10 @@ std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
       break;
     }
     case Transform::ColsPermuted:
-      if (src->cols() != c.value_dim()) throw Error(hf.folder().string() + ": tensor '" + name + "' has " + std::to_string(src->cols()) + " columns, expected " + std::to_string(c.value_dim()));
+      if (src->cols() != c.value_dim())
+        throw Error(hf.folder().string() + ": tensor '" + name + "' has " +
+                    std::to_string(src->cols()) + " columns, expected " +
+                    std::to_string(c.value_dim()));
       out = permute ? permute_cols(*src, c) : TransformedTensor{*src, {}};
       break;
   }

@@ -46,14 +46,13 @@ std::string hf_prefix(const HfCheckpoint& hf);
 
 // A tensor after its transform, owning any bytes the transform produced.
 struct TransformedTensor {
-  TensorView view;                  // GGUF-convention contents, PyTorch-order shape
-  std::vector<uint8_t> storage;     // empty when view points into the checkpoint
+  TensorView view;               // GGUF-convention contents, PyTorch-order shape
+  std::vector<uint8_t> storage;  // empty when view points into the checkpoint
 };
 
 // Applies rule.transform to the HF tensor. nullopt if the tensor is absent and optional.
 std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
                                                      const std::string& prefix,
-                                                     const TensorRule& rule,
-                                                     const Config& config);
+                                                     const TensorRule& rule, const Config& config);
 
 }  // namespace hostlm::qwen35

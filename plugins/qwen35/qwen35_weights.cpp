@@ -4,8 +4,8 @@
 
 #include "hostlm/error.h"
 #include "hostlm/gguf.h"
-#include "hostlm/tensor_convert.h"
 #include "hostlm/safetensors.h"
+#include "hostlm/tensor_convert.h"
 
 namespace hostlm::qwen35 {
 namespace {

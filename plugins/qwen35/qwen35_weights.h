@@ -18,7 +18,8 @@ class WeightSource {
   // nullptr when absent; shape checked against `shape` (PyTorch order) when given.
   const TensorView* find(const std::string& gguf_name) const;
   const TensorView& require(const std::string& gguf_name, const std::vector<int64_t>& shape) const;
-  std::vector<float> require_f32(const std::string& gguf_name, const std::vector<int64_t>& shape) const;
+  std::vector<float> require_f32(const std::string& gguf_name,
+                                 const std::vector<int64_t>& shape) const;
 
  private:
   Config config_;

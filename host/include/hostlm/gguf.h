@@ -16,8 +16,11 @@
 namespace hostlm {
 
 enum class GgufType : uint32_t {
+  // ggml's numbering, kept as a table.
+  // clang-format off
   U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8,
   ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  // clang-format on
 };
 
 struct GgufArray;
@@ -26,8 +29,8 @@ struct GgufArray;
 // integer width (and any float width) as the spec asks.
 class GgufValue {
  public:
-  using Storage = std::variant<uint64_t, int64_t, double, bool, std::string,
-                               std::shared_ptr<const GgufArray>>;
+  using Storage =
+      std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<const GgufArray>>;
   GgufValue() = default;
   GgufValue(GgufType type, Storage storage) : type_(type), storage_(std::move(storage)) {}
 
@@ -42,11 +45,11 @@ class GgufValue {
   GgufType type() const { return type_; }
   bool is_integer() const;
   bool is_float() const { return type_ == GgufType::F32 || type_ == GgufType::F64; }
-  std::optional<int64_t> as_int() const;    // any integer type (u64 above INT64_MAX: nullopt)
-  std::optional<double> as_float() const;   // any float or integer type
+  std::optional<int64_t> as_int() const;   // any integer type (u64 above INT64_MAX: nullopt)
+  std::optional<double> as_float() const;  // any float or integer type
   std::optional<bool> as_bool() const;
-  const std::string* as_string() const;     // nullptr unless STRING
-  const GgufArray* as_array() const;        // nullptr unless ARRAY
+  const std::string* as_string() const;  // nullptr unless STRING
+  const GgufArray* as_array() const;     // nullptr unless ARRAY
   // Exact stored value: u64 above INT64_MAX has no other lossless accessor, and writers
   // need to check that a value built by hand matches its declared type.
   const Storage& storage() const { return storage_; }

@@ -3,11 +3,10 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "hostlm/tensor_view.h"
 

@@ -22,10 +22,18 @@ float tensor_element_f32(const TensorView& v, int64_t i) {
   uint16_t h;
   float f;
   switch (v.type) {
-    case DType::F32: std::memcpy(&f, p + 4 * i, 4); return f;
-    case DType::F16: std::memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
-    case DType::BF16: std::memcpy(&h, p + 2 * i, 2); return bf16_to_f32(h);
-    default: require_float_type(v, v.type); return 0.f;
+    case DType::F32:
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    case DType::F16:
+      std::memcpy(&h, p + 2 * i, 2);
+      return f16_to_f32(h);
+    case DType::BF16:
+      std::memcpy(&h, p + 2 * i, 2);
+      return bf16_to_f32(h);
+    default:
+      require_float_type(v, v.type);
+      return 0.f;
   }
 }
 

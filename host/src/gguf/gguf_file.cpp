@@ -1,9 +1,9 @@
 #include <unordered_map>
 
+#include "core/mapped_file.h"
 #include "gguf/gguf_format.h"
 #include "gguf/gguf_open.h"
 #include "gguf/gguf_parser.h"
-#include "core/mapped_file.h"
 #include "hostlm/error.h"
 #include "hostlm/gguf.h"
 

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "hostlm/safetensors.h"
 #include "safetensors/header.h"
-#include "core/mapped_file.h"
 
 namespace hostlm::safetensors {
 

@@ -1,10 +1,9 @@
 // Given an HF folder with a tokenizer, `convert` carries the tokenizer and chat template
 // into the GGUF the way llama.cpp's converter does, and the GGUF tokenizes identically.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
-
-#include <unistd.h>
 
 #include "hostlm/gguf.h"
 #include "hostlm/model_loader.h"

@@ -311,5 +311,14 @@ TEST(GoTemplate, HugePrintfWidthsAndOutputAreBounded) {
   EXPECT_EQ(run_error(wide, json::object()), "template: :1: executing: output exceeds 64 MiB");
 }
 
+// Found by the fuzzer in CI: a float index past int64's range was converted (undefined).
+TEST(GoTemplate, HugeFloatIndexIsAnError) {
+  const json data = json::parse(R"({"Messages": ["a", "b"]})");
+  EXPECT_EQ(run("{{ index .Messages 1.0 }}", data), "b");
+  EXPECT_NE(run_error("{{ index .Messages 999999999999999999999999999.9 }}", data)
+                .find("cannot index slice/array with type float64"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace hostlm::ollama

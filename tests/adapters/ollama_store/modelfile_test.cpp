@@ -195,6 +195,11 @@ TEST(Modelfile, RequestOptionsAreTypedAndUnknownOnesIgnored) {
   EXPECT_THROW(check_parameters(nlohmann::json::parse(R"({"tfs_z": 1})"), true), RequestError);
   EXPECT_THROW(check_parameters(nlohmann::json::parse(R"({"num_ctx": "big"})"), false),
                RequestError);
+  // Numbers no integer or float32 holds are refused (converting them is undefined behaviour).
+  EXPECT_THROW(check_parameters(nlohmann::json::parse(R"({"num_ctx": 1e300})"), false),
+               RequestError);
+  EXPECT_THROW(check_parameters(nlohmann::json::parse(R"({"temperature": -1e300})"), false),
+               RequestError);
 }
 
 TEST(Modelfile, PathsResolveAgainstTheModelfileFolderAndHome) {

@@ -186,8 +186,10 @@ int compare(const json& a, const json& b, const char* fn, int line) {
 
 int64_t to_index(const json& v, int line, const char* fn) {
   if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-  if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()))
-    return static_cast<int64_t>(v.get<double>());
+  // A whole float inside int64's range (converting one outside it is undefined behaviour).
+  if (const double d = v.is_number_float() ? v.get<double>() : 0.5;
+      d == std::floor(d) && d >= -9.2e18 && d <= 9.2e18)
+    return static_cast<int64_t>(d);
   fail(line,
        std::string("error calling ") + fn + ": cannot index slice/array with type " + type_name(v));
 }

@@ -161,11 +161,17 @@ nlohmann::ordered_json check_parameters(const nlohmann::json& params, bool stric
       case Type::kInt:
         // JSON has only numbers; Go's Options.FromMap truncates them to int.
         if (!value.is_number()) throw wrong("integer");
+        // Truncated below; a float outside int64's range cannot be (undefined behaviour).
+        if (value.is_number_float() && !(std::fabs(value.get<double>()) <= 9.2e18))
+          throw wrong("integer");
         out[key] = value.is_number_float() ? static_cast<int64_t>(value.get<double>())
                                            : value.get<int64_t>();
         break;
       case Type::kFloat:
-        if (!value.is_number()) throw wrong("float");
+        // Past float32's range the conversion is undefined behaviour: refused as the
+        // Modelfile's PARAMETER parsing refuses it.
+        if (!value.is_number() || !(std::fabs(value.get<double>()) <= 3.4028234663852886e38))
+          throw wrong("float");
         out[key] = float32_value(static_cast<float>(value.get<double>()));
         break;
       case Type::kBool:

@@ -348,6 +348,7 @@ class Parser {
   // Rewrites seq[before..] as `min` copies followed by an optional chain (bounded) or a
   // right-recursive star rule (unbounded); right recursion keeps the matcher's stacks flat.
   void repeat(std::vector<Elem>& seq, size_t before, long min, long max, size_t op) {
+    if (seq.size() == before) return;  // an empty literal ("") repeated is still nothing
     Elem item = seq[before];
     if (seq.size() - before != 1) {
       std::vector<Elem> body(seq.begin() + static_cast<long>(before), seq.end());

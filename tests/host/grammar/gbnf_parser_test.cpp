@@ -199,6 +199,15 @@ std::string gbnf_error(const std::string& text) {
   return "(no error)";
 }
 
+// Found by fuzz_grammar in CI: a repetition of an empty literal read past the sequence.
+TEST(GbnfParser, RepeatedEmptyLiteralIsEmpty) {
+  for (const char* g : {R"(root ::= "a" ""? "b")", R"(root ::= "a" ""* "b")",
+                        R"(root ::= "a" ""{3} "b")", R"(root ::= "a" ("" ""+)? "b")"}) {
+    EXPECT_TRUE(full_match(Grammar::from_gbnf(g), "ab")) << g;
+    EXPECT_FALSE(full_match(Grammar::from_gbnf(g), "a")) << g;
+  }
+}
+
 // Grammars can come from clients: deep nesting is an error, not a stack overflow.
 TEST(GbnfParser, DeepNestingIsAnError) {
   const auto nested = [](int n) {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/nesting.h"
@@ -237,18 +239,63 @@ class Converter {
     if (auto it = ref_rules_.find(ref); it != ref_rules_.end()) return it->second;
     if (ref.empty() || ref[0] != '#')
       fail(ptr + "/$ref", "only local references ('#/...') are supported: '" + ref + "'");
-    const Json* target = &root_;
-    try {
-      if (ref.size() > 1) target = &root_.at(Json::json_pointer(ref.substr(1)));
-    } catch (const nlohmann::json::exception&) {
-      fail(ptr + "/$ref", "reference '" + ref + "' points at nothing");
-    }
+    const Json* target = resolve(ref.substr(1));
+    if (!target) fail(ptr + "/$ref", "reference '" + ref + "' points at nothing");
     // Reserve the name first: the target may refer back to itself.
     const std::string name = unique_name("ref" + ref.substr(1));
     ref_rules_.emplace(ref, name);
     const std::string body = visit(*target, ref.substr(1), name + "-body");
     rules_.emplace_back(name, body);
     return name;
+  }
+
+  // The value a JSON pointer ("/$defs/a~1b/0") names, or nullptr. The schema's objects keep
+  // their text order and so find a key by linear search; a large $defs gets a hash index once,
+  // so that many references into it cost no more than one each.
+  const Json* resolve(const std::string& pointer) {
+    if (!pointer.empty() && pointer[0] != '/') return nullptr;
+    const Json* at = &root_;
+    for (size_t start = 1; start <= pointer.size() && !pointer.empty();) {
+      size_t end = pointer.find('/', start);
+      if (end == std::string::npos) end = pointer.size();
+      std::string token;
+      for (size_t i = start; i < end; ++i) {
+        if (pointer[i] != '~') {
+          token += pointer[i];
+        } else if (i + 1 < end && (pointer[i + 1] == '0' || pointer[i + 1] == '1')) {
+          token += pointer[++i] == '0' ? '~' : '/';
+        } else {
+          return nullptr;
+        }
+      }
+      start = end + 1;
+      if (at->is_object()) {
+        at = member(*at, token);
+      } else if (at->is_array()) {
+        const bool number = !token.empty() && token.size() <= 18 &&
+                            token.find_first_not_of("0123456789") == std::string::npos &&
+                            (token.size() == 1 || token[0] != '0');
+        if (!number || std::stoull(token) >= at->size()) return nullptr;
+        at = &(*at)[std::stoull(token)];
+      } else {
+        return nullptr;
+      }
+      if (!at) return nullptr;
+    }
+    return at;
+  }
+
+  const Json* member(const Json& object, const std::string& key) {
+    constexpr size_t kIndexFrom = 16;
+    if (object.size() < kIndexFrom) {
+      const auto it = object.find(key);
+      return it == object.end() ? nullptr : &*it;
+    }
+    auto [index, fresh] = member_index_.try_emplace(&object);
+    if (fresh)
+      for (const auto& [k, v] : object.items()) index->second.emplace(k, &v);
+    const auto it = index->second.find(key);
+    return it == index->second.end() ? nullptr : it->second;
   }
 
   std::string object_expr(const Json& s, const std::string& ptr, const std::string& hint) {
@@ -508,6 +555,7 @@ class Converter {
                                "json-number", "json-boolean", "json-null", "json-value",
                                "json-member", "json-object",  "json-array"};
   std::map<std::string, std::string> ref_rules_;
+  std::unordered_map<const Json*, std::unordered_map<std::string_view, const Json*>> member_index_;
   std::map<std::string, int> next_number_;  // per rule-name base: the next suffix to try
   int depth_ = 0;                           // sub-schemas being visited
 };

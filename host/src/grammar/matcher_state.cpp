@@ -293,16 +293,25 @@ void MatcherState::compact() {
   mask_cache_.clear();
   clear_sets();
   std::unordered_map<uint32_t, uint32_t> moved;
-  // Parents first, so a chain is rebuilt bottom up.
-  auto copy = [&](auto&& self, uint32_t s) -> uint32_t {
-    if (s == kBottom) return kBottom;
-    if (auto it = moved.find(s); it != moved.end()) return it->second;
-    const uint32_t parent = self(self, old[s].parent);
-    const uint32_t fresh = intern(old[s].pos, parent);
-    moved.emplace(s, fresh);
-    return fresh;
-  };
-  for (Item& item : items_) item.stack = copy(copy, item.stack);
+  moved.emplace(kBottom, kBottom);
+  // A stack is a parent chain that can be as long as the input is deep, so each chain is walked
+  // with a list rather than recursion: up to the first node already moved, then rebuilt from
+  // there down, parents before children as intern() needs.
+  std::vector<uint32_t> chain;
+  for (Item& item : items_) {
+    uint32_t s = item.stack;
+    auto found = moved.find(s);
+    for (; found == moved.end(); found = moved.find(s)) {
+      chain.push_back(s);
+      s = old[s].parent;
+    }
+    uint32_t fresh = found->second;
+    for (; !chain.empty(); chain.pop_back()) {
+      fresh = intern(old[chain.back()].pos, fresh);
+      moved.emplace(chain.back(), fresh);
+    }
+    item.stack = fresh;
+  }
   sort_unique(items_, 0);
 }
 

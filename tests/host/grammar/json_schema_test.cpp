@@ -244,6 +244,49 @@ TEST(JsonSchema, ManyPropertiesConvertInLinearTime) {
   EXPECT_LT(seconds, 2.0);
 }
 
+// Every property a $ref into a large $defs: each reference was found by a linear search of
+// $defs' members (the schema keeps its text order).
+TEST(JsonSchema, ManyReferencesIntoLargeDefsResolveInLinearTime) {
+  std::string defs, props;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    const std::string id = std::to_string(i);
+    defs += (i ? "," : "") + ("\"d" + id + "\":{\"const\":" + id + "}");
+    props += (i ? "," : "") + ("\"p" + id + "\":{\"$ref\":\"#/$defs/d" + id + "\"}");
+  }
+  const std::string text = R"({"type":"object","$defs":{)" + defs + R"(},"properties":{)" + props +
+                           R"(},"required":["p0","p3999"]})";
+  const auto start = std::chrono::steady_clock::now();
+  const Grammar g = schema(text.c_str());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(full_match(g, R"({"p0":0,"p3999":3999})"));
+  EXPECT_FALSE(full_match(g, R"({"p0":0,"p3999":3998})"));
+  EXPECT_LT(seconds, 2.0);
+}
+
+// JSON pointers as RFC 6901 reads them: ~1 is '/', ~0 is '~', array members by index; a
+// pointer that names nothing is an error naming the reference.
+TEST(JsonSchema, ReferencePointersFollowRfc6901) {
+  const Grammar g = schema(R"({"$defs":{"a/b":{"const":1},"m~n":{"const":2},
+      "list":[{"const":3},{"const":4}]},
+      "type":"array","prefixItems":[{"$ref":"#/$defs/a~1b"},{"$ref":"#/$defs/m~0n"},
+      {"$ref":"#/$defs/list/1"}],"items":false,"minItems":3})");
+  EXPECT_TRUE(full_match(g, "[1,2,4]"));
+  EXPECT_FALSE(full_match(g, "[1,2,3]"));
+  for (const char* ref : {"#/$defs/list/2", "#/$defs/list/01", "#/$defs/list/-", "#/$defs/m~2n",
+                          "#/$defs/missing", "#$defs"}) {
+    const std::string text =
+        std::string(R"({"$defs":{"list":[1],"m~n":{}},"$ref":")") + ref + "\"}";
+    try {
+      schema(text.c_str());
+      ADD_FAILURE() << ref << " resolved";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("points at nothing"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // So ambiguous a grammar that every position reaches every other (a long run of optional
 // elements) ends in an error at once, instead of a stack overflow (before the expansion took a
 // work list) or gigabytes and minutes of parse tables.

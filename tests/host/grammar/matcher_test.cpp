@@ -2,7 +2,9 @@
 // rejection leaving the state alone, end tokens, and deep / long inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "test_support.h"
@@ -87,6 +89,21 @@ TEST(GrammarMatcher, DeepNestingAndLongRuns) {
   text += std::string(5000, 'x') + std::string(2000, ']');
   EXPECT_TRUE(test::full_match(g, text));
   EXPECT_FALSE(test::full_match(g, text + "]"));
+}
+
+// Past a million pool nodes the matcher rebuilds its pool from the live stacks, here one parent
+// chain as deep as the input; the rebuild recursed along it and overflowed the stack.
+TEST(GrammarMatcher, PoolRebuildKeepsAMillionDeepStack) {
+  const Grammar g = Grammar::from_gbnf(R"G(root ::= "[" root "]" | "x" )G");
+  GrammarMatcher m(g, byte_vocab());
+  const int depth = (1 << 20) + 1000;
+  const std::string open(4096, '[');
+  for (int done = 0; done < depth; done += static_cast<int>(open.size()))
+    ASSERT_TRUE(m.accept_bytes(std::string_view(open).substr(
+        0, std::min<size_t>(open.size(), static_cast<size_t>(depth - done)))));
+  ASSERT_TRUE(m.accept_bytes("x]]]"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accept_bytes("x"));
 }
 
 TEST(GrammarMatcher, CopyIsIndependent) {

@@ -51,13 +51,15 @@ __device__ __forceinline__ void locate_row(const RecurrentSeqs& seqs, int64_t t,
 constexpr int kRowsPerBlock = 16;
 
 // The K-1 inputs before row `local` of sequence s, oldest first: from the state where the row
-// is near the sequence's start (state rows hold -hist..-1), from x after that.
+// is near the sequence's start (state rows hold -hist..-1), from x after that. kMaxK bounds the
+// window at compile time (K itself when it is fixed).
+template <int kMaxK>
 __device__ __forceinline__ void load_window(const RecurrentSeqs& seqs, int s, int64_t local,
                                             const float* x, int64_t channels, int64_t hist,
-                                            int64_t c, float (&window)[kConvMaxKernel - 1]) {
+                                            int64_t c, float (&window)[kMaxK - 1]) {
   const int64_t base = seqs.row[s] * channels;
 #pragma unroll
-  for (int64_t i = 0; i < kConvMaxKernel - 1; ++i)
+  for (int64_t i = 0; i < kMaxK - 1; ++i)
     if (i < hist) {
       const int64_t src = local - hist + i;
       window[i] =
@@ -71,8 +73,17 @@ __device__ __forceinline__ void load_window(const RecurrentSeqs& seqs, int s, in
 // A thread first finds each of its rows' sequence and loads all its inputs (independent loads,
 // in flight together), then convolves them with a window it shifts along, reloading it where a
 // new sequence starts. The sum is taken tap by tap from the oldest, as the CPU does.
+//
+// kFixedK: the kernel size as a compile-time constant (Qwen3.5's 4), so every window and tap
+// loop is exactly as long as it needs to be, unguarded; 0: K at run time, loops bounded by
+// kConvMaxKernel with a guard per entry (what Nsight Compute found the kernel bound by). Both
+// sum the same products in the same order.
+template <int kFixedK>
 __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, int64_t rows, const float* x,
-                                   int64_t channels, int64_t K, const float* weight, float* out) {
+                                   int64_t channels, int64_t K_runtime, const float* weight,
+                                   float* out) {
+  constexpr int kMaxK = kFixedK > 0 ? kFixedK : static_cast<int>(kConvMaxKernel);
+  const int64_t K = kFixedK > 0 ? kFixedK : K_runtime;
   pdl_begin();
   const int64_t first = int64_t{blockIdx.x} * kRowsPerBlock;
   int s = 0;
@@ -95,24 +106,24 @@ __global__ void conv1d_silu_kernel(const RecurrentSeqs seqs, int64_t rows, const
       ++local;
     }
   }
-  float tap[kConvMaxKernel];
+  float tap[kMaxK];
 #pragma unroll
-  for (int r = 0; r < kConvMaxKernel; ++r)
+  for (int r = 0; r < kMaxK; ++r)
     if (r < K) tap[r] = weight[c * K + r];
-  float window[kConvMaxKernel - 1];
+  float window[kMaxK - 1];
 #pragma unroll
   for (int j = 0; j < kRowsPerBlock; ++j) {
     if (j < n) {
       if (j == 0 || seq[j] != seq[j - 1]) {
-        load_window(seqs, seq[j], at[j], x, channels, hist, c, window);
+        load_window<kMaxK>(seqs, seq[j], at[j], x, channels, hist, c, window);
       } else {
 #pragma unroll
-        for (int i = 0; i < kConvMaxKernel - 1; ++i)
+        for (int i = 0; i < kMaxK - 1; ++i)
           if (i < hist) window[i] = i + 1 < hist ? window[i + 1] : in[j - 1];
       }
       float sum = 0.f;
 #pragma unroll
-      for (int r = 0; r < kConvMaxKernel; ++r)
+      for (int r = 0; r < kMaxK; ++r)
         if (r < K) sum += tap[r] * (r < hist ? window[r] : in[j]);
       out[(seqs.row[seq[j]] + at[j]) * channels + c] = silu(sum);
     }
@@ -175,8 +186,12 @@ cudaError_t conv1d_silu(const RecurrentSeqs& seqs, int64_t max_T, const float* x
     return cudaGetLastError();
   }
   const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(channels, kThreads));
-  launch_kernel(conv1d_silu_kernel, grid, kThreads, 0, stream, seqs, rows, x, channels, K, weight,
-                out);
+  if (K == 4)
+    launch_kernel(conv1d_silu_kernel<4>, grid, kThreads, 0, stream, seqs, rows, x, channels, K,
+                  weight, out);
+  else
+    launch_kernel(conv1d_silu_kernel<0>, grid, kThreads, 0, stream, seqs, rows, x, channels, K,
+                  weight, out);
   if (K > 1) {
     const dim3 state_grid(blocks_for(channels, kThreads), static_cast<unsigned>(seqs.n));
     launch_kernel(conv_state_kernel, state_grid, kThreads, 0, stream, seqs, x, channels, K - 1);

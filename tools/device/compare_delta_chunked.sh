@@ -84,6 +84,6 @@ step "op profile of the 64-stream prefill"
 for s in 0 "$min"; do
   echo "setting $s:"
   HOSTLM_CUDA_PROFILE=1 bench "$s" --parallel 64 -p 512 -n 1 > "$results/profile-$s.txt" 2>&1
-  grep -E "wall|gated_delta_rule|matmul \(prefill|^total" "$results/profile-$s.txt"
+  grep -E "wall|gated_delta_rule|conv1d|matmul \(prefill|^total" "$results/profile-$s.txt"
 done
 step "all done"

@@ -452,20 +452,25 @@ TEST_F(CudaOps, FreshBuffersAreZero) {
   expect_close(std::vector<float>(333, 0.f), from_gpu(b->data(), 333), "alloc", 0.0);
 }
 
+// K = 4 (Qwen3.5's) runs a kernel with the kernel size fixed at compile time; the others the
+// general one.
 TEST_F(CudaOps, Conv1dSiluCarriesItsStateAcrossCalls) {
-  const int64_t channels = 37, K = 4;
-  const std::vector<float> weight = random(static_cast<size_t>(channels * K));
-  std::vector<float> state = random(static_cast<size_t>((K - 1) * channels));
-  auto sd = to_gpu(state);
-  for (int64_t T : {5, 1, 2, 1, 3}) {
-    const std::vector<float> x = random(static_cast<size_t>(T * channels), -2.f, 2.f);
-    std::vector<float> want(x.size());
-    cpu_->conv1d_silu(x.data(), T, channels, K, weight.data(), state.data(), want.data());
-    auto xd = to_gpu(x);
-    auto od = gpu_->alloc(x.size());
-    gpu_->conv1d_silu(xd->data(), T, channels, K, weight.data(), sd->data(), od->data());
-    expect_close(want, from_gpu(od->data(), want.size()), "conv1d out, T=" + std::to_string(T));
-    expect_close(state, from_gpu(sd->data(), state.size()), "conv1d state, T=" + std::to_string(T));
+  for (const int64_t K : {4, 3, 6}) {
+    const int64_t channels = 37;
+    const std::vector<float> weight = random(static_cast<size_t>(channels * K));
+    std::vector<float> state = random(static_cast<size_t>((K - 1) * channels));
+    auto sd = to_gpu(state);
+    for (int64_t T : {5, 1, 2, 1, 3, 40}) {
+      const std::string what = "K=" + std::to_string(K) + ", T=" + std::to_string(T);
+      const std::vector<float> x = random(static_cast<size_t>(T * channels), -2.f, 2.f);
+      std::vector<float> want(x.size());
+      cpu_->conv1d_silu(x.data(), T, channels, K, weight.data(), state.data(), want.data());
+      auto xd = to_gpu(x);
+      auto od = gpu_->alloc(x.size());
+      gpu_->conv1d_silu(xd->data(), T, channels, K, weight.data(), sd->data(), od->data());
+      expect_close(want, from_gpu(od->data(), want.size()), "conv1d out, " + what);
+      expect_close(state, from_gpu(sd->data(), state.size()), "conv1d state, " + what);
+    }
   }
 }
 

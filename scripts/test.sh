@@ -51,9 +51,10 @@ echo "== libFuzzer: ${fuzz_seconds}s per parser"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOSTLM_FUZZ=ON -DHOSTLM_TESTS=ON
 cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_safetensors fuzz_modelfile \
-  fuzz_go_template fuzz_grammar fuzz_tokenizer_json fuzz_model_config
+  fuzz_go_template fuzz_grammar fuzz_tokenizer_json fuzz_model_config fuzz_api_requests
 for target in gguf_reader:gguf safetensors:safetensors modelfile:modelfile go_template:go_template \
-  grammar:grammar tokenizer_json:tokenizer_json model_config:model_config; do
+  grammar:grammar tokenizer_json:tokenizer_json model_config:model_config \
+  api_requests:api_requests; do
   name=${target%%:*}
   corpus=${target##*:}
   scratch=$(mktemp -d)

@@ -51,4 +51,27 @@ std::vector<std::string> parse_stop(const nlohmann::json& value) {
   throw HttpError(400, "stop must be a string or a list of strings");
 }
 
+const nlohmann::ordered_json* body_field(const nlohmann::ordered_json& body, const char* key) {
+  if (!body.is_object()) throw HttpError(400, "the request body must be a JSON object");
+  const auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string string_field(const nlohmann::ordered_json& body, const char* key,
+                         std::string fallback) {
+  const nlohmann::ordered_json* v = body_field(body, key);
+  if (!v) return fallback;
+  if (!v->is_string())
+    throw HttpError(400, std::string("\"") + key + "\" must be a string, not " + v->type_name());
+  return v->get<std::string>();
+}
+
+bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback) {
+  const nlohmann::ordered_json* v = body_field(body, key);
+  if (!v) return fallback;
+  if (!v->is_boolean())
+    throw HttpError(400, std::string("\"") + key + "\" must be a boolean, not " + v->type_name());
+  return v->get<bool>();
+}
+
 }  // namespace hostlm::http

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "hostlm/http/generation.h"
+#include "hostlm/http/json_fields.h"
 #include "openai_common.h"
 
 namespace hostlm::openai {
@@ -65,10 +66,10 @@ std::string base64_floats(const std::vector<float>& v) {
 
 void embeddings(ApiContext& ctx, Exchange& ex) {
   const Json body = ex.json();
-  const std::string model = body.value("model", std::string());
+  const std::string model = http::string_field(body, "model");
   if (model.empty()) throw HttpError(400, "you must provide a model parameter");
   ex.log().model = model;
-  const std::string encoding = body.value("encoding_format", std::string("float"));
+  const std::string encoding = http::string_field(body, "encoding_format", "float");
   if (encoding != "float" && encoding != "base64")
     throw HttpError(400, "encoding_format must be float or base64, not \"" + encoding + "\"");
   int dimensions = 0;
@@ -78,7 +79,8 @@ void embeddings(ApiContext& ctx, Exchange& ex) {
     dimensions = d->get<int>();
   }
   // input: a string, strings, token ids, or lists of token ids.
-  const Json input = body.value("input", Json());
+  const Json* given = http::body_field(body, "input");
+  const Json input = given ? *given : Json();
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> token_lists;
   auto is_ids = [](const Json& j) {

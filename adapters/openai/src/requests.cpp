@@ -209,7 +209,9 @@ Thinking read_thinking(const Json& body) {
 ChatMessage message_from_openai(const Json& m, size_t index) {
   if (!m.is_object()) throw bad("messages[" + std::to_string(index) + "] must be an object");
   Json copy = m;
-  if (copy.value("role", std::string()) == "developer") copy["role"] = "system";
+  if (const auto role = copy.find("role");
+      role != copy.end() && role->is_string() && *role == "developer")
+    *role = "system";
   if (!copy.contains("reasoning_content"))
     for (const char* key : {"reasoning", "thinking"})
       if (const auto it = copy.find(key); it != copy.end() && it->is_string()) {
@@ -236,10 +238,11 @@ CompletionCall parse_chat_completion(const nlohmann::ordered_json& body) {
     c.messages.push_back(message_from_openai((*messages)[i], i));
   if (const Json* tools = field(body, "tools")) {
     if (!tools->is_array()) throw bad("tools must be a list");
-    for (const Json& t : *tools)
-      if (!t.is_object() || t.value("type", std::string("function")) != "function" ||
-          !t.contains("function"))
+    for (const Json& t : *tools) {
+      const Json* type = t.is_object() ? field(t, "type") : nullptr;
+      if (!t.is_object() || (type && *type != "function") || !t.contains("function"))
         throw bad("only tools of type \"function\" are supported");
+    }
     try {
       c.tools = chat_tools_from_json(*tools);
     } catch (const Error& e) {
@@ -272,7 +275,13 @@ CompletionCall parse_completion(const nlohmann::ordered_json& body) {
   } else if (p->is_array() && std::all_of(p->begin(), p->end(),
                                           [](const Json& t) { return t.is_number_integer(); })) {
     if (p->empty()) throw bad("prompt must not be empty");
-    for (const Json& t : *p) call.request.context_tokens.push_back(t.get<int32_t>());
+    for (const Json& t : *p) {
+      // Token ids past int32 would wrap into the vocabulary's range.
+      if (t.is_number_unsigned() ? t.get<uint64_t>() > INT32_MAX
+                                 : t.get<int64_t>() < INT32_MIN || t.get<int64_t>() > INT32_MAX)
+        throw bad("prompt token ids must be vocabulary ids, not " + t.dump());
+      call.request.context_tokens.push_back(t.get<int32_t>());
+    }
   } else {
     throw bad(
         "prompt must be a string, a list of token ids, or a list with one of those "

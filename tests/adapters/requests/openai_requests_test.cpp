@@ -117,7 +117,12 @@ TEST(OpenAiRequests, MistakesAreBadRequests) {
        R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"word": 1}})",
        R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"})",
        R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "retrieval"}]})",
-       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})"})
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+       // A role or a tool type of another JSON type was a library type error (a 500); found by
+       // fuzz_api_requests.
+       R"({"model": "m", "messages": [{"role": {"name": "add"}, "content": "x"}]})",
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": 5, "function": {"name": "f"}}]})",
+       R"(["model", "messages"])"})
     EXPECT_EQ(status_of([&] { parse_chat_completion(Json::parse(body)); }), 400) << body;
   EXPECT_EQ(status_of([] {
               parse_completion(Json::parse(R"({"model": "m", "prompt": "a", "suffix": "b"})"));
@@ -126,6 +131,14 @@ TEST(OpenAiRequests, MistakesAreBadRequests) {
   EXPECT_EQ(
       status_of([] { parse_completion(Json::parse(R"({"model": "m", "prompt": ["a", "b"]})")); }),
       400);
+  // Token ids past int32 wrapped into the vocabulary's range (4294967297 read as token 1).
+  for (const char* prompt : {"[4294967297]", "[[1, -4294967296]]", "[18446744073709551615]"})
+    EXPECT_EQ(
+        status_of([&] {
+          parse_completion(Json::parse(std::string(R"({"model": "m", "prompt": )") + prompt + "}"));
+        }),
+        400)
+        << prompt;
 }
 
 }  // namespace

@@ -97,6 +97,18 @@ class ErrorShapesTest(unittest.TestCase):
         self.assertEqual(status, 400)
         self.assertIn("suffix", body["error"]["message"])
 
+    def test_fields_of_the_wrong_type_are_400s(self):
+        # Routes that read a field with nlohmann's value() answered a type error as a 500.
+        s = self.server
+        for path, body in [("/api/show", {"model": TINY, "verbose": "yes"}),
+                           ("/api/embed", {"model": TINY, "input": "x", "truncate": "no"}),
+                           ("/api/embed", [TINY]),
+                           ("/api/embeddings", {"model": TINY, "prompt": 7}),
+                           ("/v1/embeddings", {"model": 5, "input": "x"}),
+                           ("/v1/embeddings", {"model": TINY, "input": "x", "encoding_format": 1})]:
+            status, answer = s.request("POST", path, body)
+            self.assertEqual(status, 400, (path, body, answer))
+
     def test_body_limit(self):
         big = {"model": TINY, "prompt": "x" * 10000}
         status, body = self.server.request("POST", "/api/generate", big)

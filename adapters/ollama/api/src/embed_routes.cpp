@@ -1,6 +1,7 @@
 // POST /api/embed (batch) and the legacy POST /api/embeddings.
 #include <chrono>
 
+#include "hostlm/http/json_fields.h"
 #include "hostlm/ollama/api_requests.h"
 #include "routes.h"
 
@@ -11,6 +12,11 @@ using Json = nlohmann::ordered_json;
 using http::Exchange;
 using http::HttpError;
 
+Json field_or_null(const Json& body, const char* key) {
+  const Json* v = http::body_field(body, key);
+  return v ? *v : Json();
+}
+
 struct EmbedCall {
   std::string model;
   std::optional<std::chrono::nanoseconds> keep_alive;
@@ -19,10 +25,10 @@ struct EmbedCall {
 
 EmbedCall read_call(const Json& body) {
   EmbedCall call;
-  call.model = body.value("model", std::string());
+  call.model = http::string_field(body, "model");
   if (call.model.empty()) throw HttpError(400, "model is required");
-  call.keep_alive = parse_keep_alive(body.value("keep_alive", Json()));
-  const GenerationOptions options = options_from_json(body.value("options", Json()));
+  call.keep_alive = parse_keep_alive(field_or_null(body, "keep_alive"));
+  const GenerationOptions options = options_from_json(field_or_null(body, "options"));
   call.num_ctx = options.num_ctx;
   call.num_gpu = options.num_gpu;
   return call;
@@ -34,7 +40,7 @@ void embed(ApiContext& ctx, Exchange& ex) {
   const EmbedCall call = read_call(body);
   ex.log().model = call.model;
   std::vector<std::string> inputs;
-  const Json input = body.value("input", Json());
+  const Json input = field_or_null(body, "input");
   if (input.is_string()) {
     inputs.push_back(input.get<std::string>());
   } else if (input.is_array()) {
@@ -54,7 +60,7 @@ void embed(ApiContext& ctx, Exchange& ex) {
   ModelLease lease = ctx.models.acquire(
       call.model,
       {.keep_alive = call.keep_alive, .context = call.num_ctx, .gpu_layers = call.num_gpu});
-  const auto result = lease.embed(inputs, body.value("truncate", true), dimensions);
+  const auto result = lease.embed(inputs, http::bool_field(body, "truncate", true), dimensions);
   Json j = Json::object();
   j["model"] = call.model;
   j["embeddings"] = result.vectors;
@@ -71,7 +77,7 @@ void embeddings(ApiContext& ctx, Exchange& ex) {
   const Json body = ex.json();
   const EmbedCall call = read_call(body);
   ex.log().model = call.model;
-  const std::string prompt = body.value("prompt", std::string());
+  const std::string prompt = http::string_field(body, "prompt");
   ModelLease lease = ctx.models.acquire(
       call.model,
       {.keep_alive = call.keep_alive, .context = call.num_ctx, .gpu_layers = call.num_gpu});

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "hostlm/http/chat_page.h"
+#include "hostlm/http/json_fields.h"
 #include "hostlm/ollama/api.h"
 #include "hostlm/ollama/modelfile.h"
 #include "model_info.h"
@@ -58,7 +59,7 @@ void tags(ApiContext& ctx, Exchange& ex) {
 void show(ApiContext& ctx, Exchange& ex) {
   const Json body = ex.json();
   const std::string name = model_field(body);
-  const bool verbose = body.value("verbose", false);
+  const bool verbose = http::bool_field(body, "verbose", false);
   std::optional<StoredModel> stored;
   const std::shared_ptr<ModelStore> store = ctx.store->get();
   if (store && ModelName::try_parse(name)) stored = store->find(name);
@@ -99,7 +100,7 @@ void create(ApiContext& ctx, Exchange& ex) {
   const Json body = ex.json();
   const std::string name = model_field(body);
   ModelName::parse(name);  // invalid names fail before any work
-  const bool stream = body.value("stream", true);
+  const bool stream = http::bool_field(body, "stream", true);
   CreateRequest request;
   if (const auto mf = body.find("modelfile"); mf != body.end() && mf->is_string()) {
     // Older clients send the Modelfile text; its paths are relative to the server's folder.
@@ -148,8 +149,8 @@ void blob_upload(ApiContext& ctx, Exchange& ex) {
 void copy(ApiContext& ctx, Exchange& ex) {
   const std::shared_ptr<ModelStore> store = require_store(ctx, "copying models");
   const Json body = ex.json();
-  const std::string source = body.value("source", std::string());
-  const std::string destination = body.value("destination", std::string());
+  const std::string source = http::string_field(body, "source");
+  const std::string destination = http::string_field(body, "destination");
   if (source.empty() || destination.empty())
     throw HttpError(400, "source and destination are required");
   store->copy(source, destination);
@@ -173,7 +174,7 @@ void registry_transfer(ApiContext& ctx, Exchange& ex, bool pull) {
   const Json body = ex.json();
   const std::string name = model_field(body);
   ModelName::parse(name);
-  const bool insecure = body.value("insecure", false);
+  const bool insecure = http::bool_field(body, "insecure", false);
   ex.log().model = name;
   ApiContext* c = &ctx;
   auto run = [c, store, name, insecure, pull](const ProgressFn& progress) {
@@ -184,7 +185,7 @@ void registry_transfer(ApiContext& ctx, Exchange& ex, bool pull) {
       store->push(name, progress, insecure);
     }
   };
-  if (!body.value("stream", true)) {
+  if (!http::bool_field(body, "stream", true)) {
     run({});
     return ex.send_json(200, {{"status", "success"}});
   }

@@ -19,24 +19,6 @@ using http::HttpError;
 
 HttpError bad(const std::string& message) { return HttpError(400, message); }
 
-std::string type_of(const nlohmann::json& v) { return v.type_name(); }
-
-bool get_bool(const Json& body, const char* key, bool fallback) {
-  const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (!it->is_boolean())
-    throw bad(std::string("\"") + key + "\" must be a boolean, not " + type_of(*it));
-  return it->get<bool>();
-}
-
-std::string get_string(const Json& body, const char* key) {
-  const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return {};
-  if (!it->is_string())
-    throw bad(std::string("\"") + key + "\" must be a string, not " + type_of(*it));
-  return it->get<std::string>();
-}
-
 bool has_images(const Json& value) { return value.is_array() ? !value.empty() : !value.is_null(); }
 
 // Ollama's message shape into the one chat_json reads: thinking -> reasoning_content,
@@ -71,19 +53,19 @@ ChatMessage message_from_ollama(const Json& m, size_t index) {
 // Fields both endpoints read the same way.
 void read_common(const Json& body, ApiCall& call) {
   if (!body.is_object()) throw bad("the request body must be a JSON object");
-  call.model = get_string(body, "model");
-  if (call.model.empty()) call.model = get_string(body, "name");  // older clients
+  call.model = http::string_field(body, "model");
+  if (call.model.empty()) call.model = http::string_field(body, "name");  // older clients
   if (call.model.empty()) throw bad("model is required");
-  call.stream = get_bool(body, "stream", true);
+  call.stream = http::bool_field(body, "stream", true);
   call.keep_alive = parse_keep_alive(body.value("keep_alive", Json()));
-  call.debug_render_only = get_bool(body, "_debug_render_only", false);
+  call.debug_render_only = http::bool_field(body, "_debug_render_only", false);
   TextRequest& r = call.request;
   const Json options = body.value("options", Json());
   r.options = options_from_json(options, &call.ignored_options);
   r.format = parse_format(body.value("format", Json()));
   r.think = parse_think(body.value("think", Json()));
-  r.truncate = get_bool(body, "truncate", true);
-  if (get_bool(body, "logprobs", false)) {
+  r.truncate = http::bool_field(body, "truncate", true);
+  if (http::bool_field(body, "logprobs", false)) {
     r.top_logprobs = 0;
     if (const auto top = body.find("top_logprobs"); top != body.end() && !top->is_null()) {
       if (!top->is_number_integer() || top->get<int64_t>() < 0 || top->get<int64_t>() > 20)
@@ -96,7 +78,7 @@ void read_common(const Json& body, ApiCall& call) {
   } else if (options.is_object() && options.contains("tool_choice")) {
     r.tool_choice = http::parse_tool_choice(options["tool_choice"]);
   }
-  r.parallel_tool_calls = get_bool(body, "parallel_tool_calls", true);
+  r.parallel_tool_calls = http::bool_field(body, "parallel_tool_calls", true);
 }
 
 }  // namespace
@@ -213,10 +195,10 @@ ApiCall parse_chat_request(const nlohmann::ordered_json& body) {
 ApiCall parse_generate_request(const nlohmann::ordered_json& body) {
   ApiCall call;
   read_common(body, call);
-  const std::string prompt = get_string(body, "prompt");
-  const std::string system = get_string(body, "system");
-  const std::string suffix = get_string(body, "suffix");
-  const bool raw = get_bool(body, "raw", false);
+  const std::string prompt = http::string_field(body, "prompt");
+  const std::string system = http::string_field(body, "system");
+  const std::string suffix = http::string_field(body, "suffix");
+  const bool raw = http::bool_field(body, "raw", false);
   if (const auto images = body.find("images"); images != body.end() && has_images(*images))
     throw bad("images are not supported (hostlm has no vision support yet)");
   if (!suffix.empty()) throw bad("\"" + call.model + "\" does not support insert");
@@ -228,7 +210,7 @@ ApiCall parse_generate_request(const nlohmann::ordered_json& body) {
       context.push_back(id.get<int32_t>());
     }
   }
-  const std::string tmpl = get_string(body, "template");
+  const std::string tmpl = http::string_field(body, "template");
   if (raw && (!tmpl.empty() || !system.empty() || !context.empty()))
     throw bad("raw mode does not support template, system, or context");
   call.load_only = prompt.empty();

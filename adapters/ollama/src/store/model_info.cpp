@@ -46,7 +46,9 @@ Json from_hf_config(const fs::path& folder) {
   const Json& text = config.contains("text_config") && config["text_config"].is_object()
                          ? config["text_config"]
                          : config;
-  const std::string arch = config.value("model_type", std::string("unknown"));
+  const std::string arch = config.contains("model_type") && config["model_type"].is_string()
+                               ? config["model_type"].get<std::string>()
+                               : "unknown";
   info["general.architecture"] = arch;
   auto copy = [&](const char* from, const std::string& to) {
     if (text.contains(from) && text[from].is_number()) info[arch + "." + to] = text[from];

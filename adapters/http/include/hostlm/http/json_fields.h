@@ -15,4 +15,12 @@ ToolChoice parse_tool_choice(const nlohmann::json& value);
 // stop: a string or a list of strings; null: none.
 std::vector<std::string> parse_stop(const nlohmann::json& value);
 
+// Member `key` of a request body, or nullptr where it is absent or null. A body that is not a
+// JSON object is a 400 (nlohmann's own lookups would throw a type error, a 500).
+const nlohmann::ordered_json* body_field(const nlohmann::ordered_json& body, const char* key);
+// A string or boolean member; absent or null: `fallback`; another type: a 400 naming the key.
+std::string string_field(const nlohmann::ordered_json& body, const char* key,
+                         std::string fallback = {});
+bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback);
+
 }  // namespace hostlm::http

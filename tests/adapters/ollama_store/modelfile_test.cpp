@@ -251,6 +251,13 @@ TEST(Modelfile, CreateRequestFromApiJson) {
             "file path must be relative");
   EXPECT_EQ(bad(R"({"files": {"x.gguf": "md5:abc"}})"), "invalid digest format");
   EXPECT_EQ(bad(R"({"from": "a", "parameters": {"nope": 1}})"), "unknown parameter 'nope'");
+  // A content of another type was nlohmann's type error, a 500 (found by fuzz_api_requests).
+  EXPECT_EQ(bad(R"({"from": "a", "messages": [{"role": "user", "content": [1]}]})"),
+            "a message's content must be a string");
+  EXPECT_EQ(CreateRequest::from_json(
+                nlohmann::json::parse(R"({"messages": [{"role": "user", "content": null}]})"))
+                .messages->dump(),
+            R"([{"role":"user","content":""}])");
 }
 
 StoredModel sample_model() {

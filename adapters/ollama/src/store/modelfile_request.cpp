@@ -249,7 +249,10 @@ CreateRequest CreateRequest::from_json(const nlohmann::json& body) {
     for (const auto& m : *it) {
       if (!m.is_object() || !m.value("role", nlohmann::json()).is_string())
         throw bad_request("each message needs a role and a content");
-      list.push_back({{"role", m["role"]}, {"content", m.value("content", std::string())}});
+      const nlohmann::json content = m.value("content", nlohmann::json(""));
+      if (!content.is_string() && !content.is_null())
+        throw bad_request("a message's content must be a string");
+      list.push_back({{"role", m["role"]}, {"content", content.is_null() ? "" : content}});
     }
     if (!list.empty()) req.messages = list;
   }

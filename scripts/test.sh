@@ -51,10 +51,11 @@ echo "== libFuzzer: ${fuzz_seconds}s per parser"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOSTLM_FUZZ=ON -DHOSTLM_TESTS=ON
 cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_safetensors fuzz_modelfile \
-  fuzz_go_template fuzz_grammar fuzz_tokenizer_json fuzz_model_config fuzz_api_requests
+  fuzz_go_template fuzz_grammar fuzz_tokenizer_json fuzz_model_config fuzz_api_requests \
+  fuzz_chat_format
 for target in gguf_reader:gguf safetensors:safetensors modelfile:modelfile go_template:go_template \
   grammar:grammar tokenizer_json:tokenizer_json model_config:model_config \
-  api_requests:api_requests; do
+  api_requests:api_requests chat_format:chat_format; do
   name=${target%%:*}
   corpus=${target##*:}
   scratch=$(mktemp -d)

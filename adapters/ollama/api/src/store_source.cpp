@@ -57,9 +57,18 @@ class StoreModelSource final : public ModelSource {
       spec.think = think->is_boolean() ? think->get<bool>() : true;  // a level means on
     spec.system = m.system;
     for (const Json& message : m.messages) {
+      // The messages blob may come from a registry: check its shape rather than let a
+      // library type error stand for it.
+      const auto role = message.is_object() ? message.find("role") : message.end();
+      const auto content = message.is_object() ? message.find("content") : message.end();
+      if (role == message.end() || !role->is_string() ||
+          (content != message.end() && !content->is_string() && !content->is_null()))
+        throw Error("model " + m.name.display() +
+                    ": its messages must each have a string role and content");
       ChatMessage cm;
-      cm.role = message.value("role", std::string());
-      cm.content = message.value("content", std::string());
+      cm.role = role->get<std::string>();
+      if (content != message.end() && content->is_string())
+        cm.content = content->get<std::string>();
       spec.messages.push_back(std::move(cm));
     }
     // A RENDERER (qwen3.5) means the plugin's native format, as Ollama does; otherwise a

@@ -74,6 +74,13 @@ inline constexpr int kElems = 256, kBytes = 210, kQl = 0, kQh = 128, kScales = 1
 namespace iq4_xs {
 inline constexpr int kElems = 256, kBytes = 136, kD = 0, kScalesH = 2, kScalesL = 4, kQs = 8;
 }
+// The ternary types: weights in {-1, 0, 1} times one f16 scale per 256.
+namespace tq1_0 {
+inline constexpr int kElems = 256, kBytes = 54, kQs = 0, kQh = 48, kD = 52;
+}
+namespace tq2_0 {
+inline constexpr int kElems = 256, kBytes = 66, kQs = 0, kD = 64;
+}
 
 // The 6-bit scale and min of sub-block j (0..7) of Q4_K/Q5_K, from the 12 packed bytes.
 inline void k4_scale_min(const uint8_t* s, int j, int& sc, int& mn) {
@@ -267,6 +274,38 @@ inline void decode_iq4_xs(const uint8_t* b, float* y) {
       y[32 * ib + j + 16] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
     }
   }
+}
+
+// TQ1_0 packs five ternary digits in a byte as a fixed-point fraction of 243: the digit k of
+// byte q is the top of (q * 3^k mod 256) * 3 / 256 (0, 1, 2 for -1, 0, 1). Bytes 0-31 hold
+// values 0-159 (digit k of byte j is value 32k + j), bytes 32-47 values 160-239 (160 + 16k + j)
+// and the four qh bytes, four digits each, values 240-255 (240 + 4k + j).
+inline float tq1_trit(uint8_t q, int k) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const auto shifted = static_cast<uint8_t>(q * kPow3[k]);  // mod 256, as the format wraps
+  return static_cast<float>(static_cast<int>((shifted * 3) >> 8) - 1);
+}
+
+inline void decode_tq1_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + tq1_0::kD);
+  for (int k = 0; k < 5; ++k) {
+    for (int j = 0; j < 32; ++j) y[32 * k + j] = d * tq1_trit(b[tq1_0::kQs + j], k);
+    for (int j = 0; j < 16; ++j) y[160 + 16 * k + j] = d * tq1_trit(b[tq1_0::kQs + 32 + j], k);
+  }
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 4; ++j) y[240 + 4 * k + j] = d * tq1_trit(b[tq1_0::kQh + j], k);
+}
+
+// TQ2_0: two bits a value (0, 1, 2 for -1, 0, 1; 3 reads as 2). Each half of 32 bytes holds
+// 128 values: bits 2k of byte j are value 32k + j.
+inline void decode_tq2_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + tq2_0::kD);
+  for (int half = 0; half < 2; ++half)
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 32; ++j) {
+        const int q = (b[tq2_0::kQs + 32 * half + j] >> (2 * k)) & 3;
+        y[128 * half + 32 * k + j] = d * static_cast<float>(q - 1);
+      }
 }
 
 }  // namespace hostlm::cpu::quants

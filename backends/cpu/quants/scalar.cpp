@@ -55,6 +55,8 @@ constexpr Entry kEntries[] = {
     entry<decode_q5_k, q5_k::kElems, q5_k::kBytes>(DType::Q5_K),
     entry<decode_q6_k, q6_k::kElems, q6_k::kBytes>(DType::Q6_K),
     entry<decode_iq4_xs, iq4_xs::kElems, iq4_xs::kBytes>(DType::IQ4_XS),
+    entry<decode_tq1_0, tq1_0::kElems, tq1_0::kBytes>(DType::TQ1_0),
+    entry<decode_tq2_0, tq2_0::kElems, tq2_0::kBytes>(DType::TQ2_0),
 };
 
 const Entry* find(DType type) {

@@ -31,16 +31,18 @@ namespace {
 struct TypeCase {
   DType type;
   const char* file;  // stem of the files in tests/data/quants/
+  bool simd = true;  // has AVX2 kernels (the ternary types compute through the scalar path)
 };
 
 // Names the case in gtest's failure output instead of dumping its bytes.
 void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.file; }
 
 const TypeCase kQuantTypes[] = {
-    {DType::Q4_0, "q4_0"}, {DType::Q4_1, "q4_1"}, {DType::Q5_0, "q5_0"},
-    {DType::Q5_1, "q5_1"}, {DType::Q8_0, "q8_0"}, {DType::IQ4_NL, "iq4_nl"},
-    {DType::Q2_K, "q2_k"}, {DType::Q3_K, "q3_k"}, {DType::Q4_K, "q4_k"},
-    {DType::Q5_K, "q5_k"}, {DType::Q6_K, "q6_k"}, {DType::IQ4_XS, "iq4_xs"},
+    {DType::Q4_0, "q4_0"},          {DType::Q4_1, "q4_1"},          {DType::Q5_0, "q5_0"},
+    {DType::Q5_1, "q5_1"},          {DType::Q8_0, "q8_0"},          {DType::IQ4_NL, "iq4_nl"},
+    {DType::Q2_K, "q2_k"},          {DType::Q3_K, "q3_k"},          {DType::Q4_K, "q4_k"},
+    {DType::Q5_K, "q5_k"},          {DType::Q6_K, "q6_k"},          {DType::IQ4_XS, "iq4_xs"},
+    {DType::TQ1_0, "tq1_0", false}, {DType::TQ2_0, "tq2_0", false},
 };
 
 std::filesystem::path data_dir() {
@@ -107,7 +109,8 @@ TEST_P(QuantTypes, DequantizesBitIdenticalToGguf) {
   };
   std::vector<Path> paths = {{"scalar", quants::row_to_f32_scalar(tc.type)},
                              {"dispatched", row_to_f32_kernel(tc.type)}};
-  if (quants::cpu_has_avx2()) paths.push_back({"avx2", quants::row_to_f32_avx2(tc.type)});
+  if (quants::cpu_has_avx2() && tc.simd)
+    paths.push_back({"avx2", quants::row_to_f32_avx2(tc.type)});
   for (const Path& p : paths) {
     ASSERT_NE(p.fn, nullptr) << p.name;
     // The whole file as one row, then block by block from a misaligned copy.
@@ -180,7 +183,7 @@ TEST_P(QuantTypes, DotPathsMatchDequantizedProduct) {
                              {"dispatched", dot_kernel(tc.type)}};
   ASSERT_NE(paths[0].fn, nullptr);
   ASSERT_NE(paths[1].fn, nullptr);
-  if (quants::cpu_has_avx2()) {
+  if (quants::cpu_has_avx2() && tc.simd) {
     paths.push_back({"avx2", quants::dot_avx2(tc.type)});
     ASSERT_NE(paths.back().fn, nullptr);
   }
@@ -256,6 +259,49 @@ INSTANTIATE_TEST_SUITE_P(Cpu, QuantTypes, ::testing::ValuesIn(kQuantTypes),
                            return std::string(p.param.file);
                          });
 
+// Types without integer kernels (the ternary ones) go through the backend's float path: the
+// stored row read directly for one token, expanded once and reused for several.
+TEST(FloatPathTypes, BackendMatmulMatchesDequantizedProduct) {
+  for (const TypeCase tc : kQuantTypes) {
+    if (tc.simd) continue;
+    const Reference ref = load_reference(tc.type, tc.file);
+    const int64_t cols = 512, rows = 21;
+    const size_t bb = ref.traits.block_bytes;
+    const size_t row_bytes = static_cast<size_t>(cols / ref.traits.block_size) * bb;
+    std::vector<uint8_t> w(rows * row_bytes);
+    for (size_t b = 0; b < w.size() / bb; ++b)
+      std::memcpy(w.data() + b * bb, ref.blocks.data() + ((b * 5) % ref.n_blocks()) * bb, bb);
+    TensorView view;
+    view.name = "blk.0.ffn_up.weight";
+    view.type = tc.type;
+    view.shape = {rows, cols};
+    view.data = w.data();
+    view.nbytes = w.size();
+    auto backend = make_cpu_backend();
+    backend->set_threads(2);
+    const Weight wt = backend->load_weight(view);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (const int64_t T : {1, 5}) {
+      std::vector<float> x(T * cols), y(T * rows), wr(cols);
+      for (float& v : x) v = normal(rng);
+      backend->matmul(wt, x.data(), T, y.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        row_to_f32_kernel(tc.type)(w.data() + r * row_bytes, wr.data(), cols);
+        for (int64_t t = 0; t < T; ++t) {
+          double exact = 0.0, magnitude = 0.0;
+          for (int64_t i = 0; i < cols; ++i) {
+            exact += double{wr[i]} * x[t * cols + i];
+            magnitude += std::fabs(double{wr[i]} * x[t * cols + i]);
+          }
+          EXPECT_LE(std::fabs(y[t * rows + r] - exact), 1e-5 * magnitude + 1e-30)
+              << tc.file << " T=" << T << " row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST(PlainTypes, ConvertBitIdenticalToGguf) {
   for (const TypeCase tc : {TypeCase{DType::F16, "f16"}, TypeCase{DType::BF16, "bf16"}}) {
     const Reference ref = load_reference(tc.type, tc.file);
@@ -269,7 +315,7 @@ TEST(PlainTypes, ConvertBitIdenticalToGguf) {
 TEST(LoadWeight, RefusesUnsupportedTypesNamingTensorAndType) {
   auto backend = make_cpu_backend();
   std::vector<uint8_t> data(66 * 2);
-  for (DType type : {DType::IQ2_XXS, DType::IQ1_S, DType::TQ1_0}) {
+  for (DType type : {DType::IQ2_XXS, DType::IQ1_S, DType::MXFP4}) {
     TensorView view;
     view.name = "blk.3.attn_qkv.weight";
     view.type = type;

@@ -2,6 +2,7 @@
 #include <cstddef>
 
 #include "cpu/quants/blocks.h"
+#include "cpu/quants/iq_blocks.h"
 #include "cpu/quants/quants.h"
 
 namespace hostlm::cpu::quants {
@@ -57,6 +58,13 @@ constexpr Entry kEntries[] = {
     entry<decode_iq4_xs, iq4_xs::kElems, iq4_xs::kBytes>(DType::IQ4_XS),
     entry<decode_tq1_0, tq1_0::kElems, tq1_0::kBytes>(DType::TQ1_0),
     entry<decode_tq2_0, tq2_0::kElems, tq2_0::kBytes>(DType::TQ2_0),
+    entry<decode_iq2_xxs, iq2_xxs::kElems, iq2_xxs::kBytes>(DType::IQ2_XXS),
+    entry<decode_iq2_xs, iq2_xs::kElems, iq2_xs::kBytes>(DType::IQ2_XS),
+    entry<decode_iq2_s, iq2_s::kElems, iq2_s::kBytes>(DType::IQ2_S),
+    entry<decode_iq3_xxs, iq3_xxs::kElems, iq3_xxs::kBytes>(DType::IQ3_XXS),
+    entry<decode_iq3_s, iq3_s::kElems, iq3_s::kBytes>(DType::IQ3_S),
+    entry<decode_iq1_s, iq1_s::kElems, iq1_s::kBytes>(DType::IQ1_S),
+    entry<decode_iq1_m, iq1_m::kElems, iq1_m::kBytes>(DType::IQ1_M),
 };
 
 const Entry* find(DType type) {

@@ -41,6 +41,14 @@ LAYOUT = {
     T.IQ4_XS: ([0], [(2, 2), (4, 4), (8, 128)]),
     T.TQ1_0: ([52], [(0, 48), (48, 4)]),
     T.TQ2_0: ([64], [(0, 64)]),
+    T.IQ2_XXS: ([0], [(2, 64)]),
+    T.IQ2_XS: ([0], [(2, 64), (66, 8)]),
+    T.IQ2_S: ([0], [(2, 32), (34, 32), (66, 8), (74, 8)]),
+    T.IQ3_XXS: ([0], [(2, 64), (66, 32)]),
+    T.IQ3_S: ([0], [(2, 64), (66, 8), (74, 32), (106, 4)]),
+    T.IQ1_S: ([0], [(2, 32), (34, 16)]),
+    # IQ1_M's f16 scale is spread over the top nibbles of its four scale words (bytes 48-55).
+    T.IQ1_M: ([], [(0, 32), (32, 16), (48, 8)]),
 }
 SWEEP_ROWS = 16
 
@@ -88,7 +96,7 @@ def make_blocks(qtype: T, rng: np.random.Generator) -> np.ndarray:
             break
 
     # Random blocks with random finite scales.
-    n_random = 16 if block_elems == 32 else 6
+    n_random = 16 if block_elems == 32 or not fields else 6  # no edge-scale rows: more random ones
     rand = rng.integers(0, 256, (n_random, block_bytes), dtype=np.uint8)
     for off in fields:
         set_f16(rand, off, finite_f16(rng.integers(0, 1 << 16, n_random)))
@@ -119,7 +127,20 @@ def make_blocks(qtype: T, rng: np.random.Generator) -> np.ndarray:
     for off in fields:
         set_f16(sweep, off, np.where(np.arange(SWEEP_ROWS + 2) % 2 == 0, 0x3C00, 0x0123))
     parts.append(sweep)
-    return np.concatenate(parts, axis=0)
+    blocks = np.concatenate(parts, axis=0)
+    if qtype == T.IQ1_M:
+        iq1_m_finite_scales(blocks)
+    return blocks
+
+
+def iq1_m_finite_scales(blocks: np.ndarray) -> None:
+    """Keeps IQ1_M's spread f16 scale finite: its exponent's lowest bit (bit 10) is bit 14 of
+    the third scale word, cleared wherever the exponent would be all ones."""
+    words = blocks[:, 48:56].copy().view("<u2")
+    d = (words[:, 0] >> 12) | ((words[:, 1] >> 8) & 0xF0) | ((words[:, 2] >> 4) & 0xF00) | (words[:, 3] & 0xF000)
+    bad = (d & 0x7C00) == 0x7C00
+    words[bad, 2] &= np.uint16(~0x4000 & 0xFFFF)
+    blocks[:, 48:56] = words.view(np.uint8).reshape(-1, 8)
 
 
 def main() -> int:

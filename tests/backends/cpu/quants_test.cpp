@@ -38,11 +38,27 @@ struct TypeCase {
 void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.file; }
 
 const TypeCase kQuantTypes[] = {
-    {DType::Q4_0, "q4_0"},          {DType::Q4_1, "q4_1"},          {DType::Q5_0, "q5_0"},
-    {DType::Q5_1, "q5_1"},          {DType::Q8_0, "q8_0"},          {DType::IQ4_NL, "iq4_nl"},
-    {DType::Q2_K, "q2_k"},          {DType::Q3_K, "q3_k"},          {DType::Q4_K, "q4_k"},
-    {DType::Q5_K, "q5_k"},          {DType::Q6_K, "q6_k"},          {DType::IQ4_XS, "iq4_xs"},
-    {DType::TQ1_0, "tq1_0", false}, {DType::TQ2_0, "tq2_0", false},
+    {DType::Q4_0, "q4_0"},
+    {DType::Q4_1, "q4_1"},
+    {DType::Q5_0, "q5_0"},
+    {DType::Q5_1, "q5_1"},
+    {DType::Q8_0, "q8_0"},
+    {DType::IQ4_NL, "iq4_nl"},
+    {DType::Q2_K, "q2_k"},
+    {DType::Q3_K, "q3_k"},
+    {DType::Q4_K, "q4_k"},
+    {DType::Q5_K, "q5_k"},
+    {DType::Q6_K, "q6_k"},
+    {DType::IQ4_XS, "iq4_xs"},
+    {DType::TQ1_0, "tq1_0", false},
+    {DType::TQ2_0, "tq2_0", false},
+    {DType::IQ2_XXS, "iq2_xxs", false},
+    {DType::IQ2_XS, "iq2_xs", false},
+    {DType::IQ2_S, "iq2_s", false},
+    {DType::IQ3_XXS, "iq3_xxs", false},
+    {DType::IQ3_S, "iq3_s", false},
+    {DType::IQ1_S, "iq1_s", false},
+    {DType::IQ1_M, "iq1_m", false},
 };
 
 std::filesystem::path data_dir() {
@@ -315,7 +331,7 @@ TEST(PlainTypes, ConvertBitIdenticalToGguf) {
 TEST(LoadWeight, RefusesUnsupportedTypesNamingTensorAndType) {
   auto backend = make_cpu_backend();
   std::vector<uint8_t> data(66 * 2);
-  for (DType type : {DType::IQ2_XXS, DType::IQ1_S, DType::MXFP4}) {
+  for (DType type : {DType::MXFP4, DType::Q8_1, DType::I32}) {
     TensorView view;
     view.name = "blk.3.attn_qkv.weight";
     view.type = type;

@@ -179,8 +179,75 @@ TEST_F(QuantizedLogits, SuperBlockShapesFromF16Gguf) {
   check_model(model, kTest256);
 }
 
-// A file holding a type hostlm cannot compute with (the IQ1/IQ2/IQ3 and ternary families,
-// MXFP4) is refused when it loads, with an error naming the tensor and the type.
+// The file of test256 with one matrix (blk.1.ffn_up.weight) replaced by `data` of `type`.
+std::filesystem::path with_ffn_up(const GgufFile& src, DType type, const void* data, size_t bytes,
+                                  const std::filesystem::path& out) {
+  GgufWriter w(src.alignment());
+  for (const auto& [key, value] : src.metadata()) w.set(key, value);
+  for (const GgufTensorInfo& t : src.tensors()) {
+    if (t.name == "blk.1.ffn_up.weight")
+      w.add_tensor(t.name, type, t.ne, data, bytes);
+    else
+      w.add_tensor(t.name, t.type, t.ne, src.view(t).data, t.nbytes);
+  }
+  w.write(out);
+  return out;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
+  std::vector<uint8_t> out(std::filesystem::file_size(path));
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr || std::fread(out.data(), 1, out.size(), f) != out.size()) out.clear();
+  if (f != nullptr) std::fclose(f);
+  return out;
+}
+
+// The codebook (IQ1/IQ2/IQ3) and ternary types compute on the CPU's float path: a model whose
+// ffn_up holds random blocks of the type (small scales, make_iq_blocks.py) gives the logits of
+// the same model with that matrix stored as float32 values that gguf.quants.dequantize made of
+// those blocks, up to the float summation order.
+TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
+  const auto model = dir_ / "test256.gguf";
+  const std::string make = "python3 '" +
+                           (testing::source_dir() / "tools/make_shape_gguf.py").string() +
+                           "' test256 '" + model.string() + "' 2>/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  const auto src = GgufFile::open(model);
+  const GgufTensorInfo* up = src->find_tensor("blk.1.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  const int64_t n = up->ne[0] * up->ne[1];
+  PluginRegistry registry;
+  const std::vector<int32_t> tokens = test_tokens(256);
+  for (const DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS,
+                           DType::IQ3_S, DType::IQ1_S, DType::IQ1_M, DType::TQ1_0, DType::TQ2_0}) {
+    std::string name(dtype_name(type));
+    std::transform(name.begin(), name.end(), name.begin(), ::toupper);
+    const auto prefix = dir_ / name;
+    const std::string blocks_cmd =
+        "python3 '" + (testing::source_dir() / "tests/plugins/qwen35/make_iq_blocks.py").string() +
+        "' " + name + " " + std::to_string(n / 256) + " '" + prefix.string() + "'";
+    ASSERT_EQ(std::system(blocks_cmd.c_str()), 0) << blocks_cmd;
+    const std::vector<uint8_t> blocks = read_file_bytes(prefix.string() + ".blocks");
+    const std::vector<uint8_t> values = read_file_bytes(prefix.string() + ".f32");
+    ASSERT_EQ(blocks.size(), *dtype_bytes(type, n)) << name;
+    ASSERT_EQ(values.size(), static_cast<size_t>(n) * sizeof(float)) << name;
+    const auto quantized =
+        with_ffn_up(*src, type, blocks.data(), blocks.size(), dir_ / (name + ".gguf"));
+    const auto reference =
+        with_ffn_up(*src, DType::F32, values.data(), values.size(), dir_ / (name + "-f32.gguf"));
+    const std::vector<float> want = logits_of(registry, reference, tokens);
+    const std::vector<float> got = logits_of(registry, quantized, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    const Metrics m = compare(want, got, static_cast<int64_t>(want.size() / tokens.size()));
+    EXPECT_EQ(m.top1, 1.0) << name;
+    EXPECT_LE(m.max_rel, 1e-3) << name;
+    std::printf("[ float path ] %-8s top-1 %.3f  max|d|/std %.2e\n", name.c_str(), m.top1,
+                m.max_rel);
+  }
+}
+
+// A file holding a type hostlm cannot compute with (MXFP4) is refused when it loads, with an
+// error naming the tensor and the type.
 TEST_F(QuantizedLogits, UnsupportedTypesRefusedNamingTensorAndType) {
   const auto model = dir_ / "test256.gguf";
   const std::string cmd = "python3 '" +
@@ -189,32 +256,19 @@ TEST_F(QuantizedLogits, UnsupportedTypesRefusedNamingTensorAndType) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto src = GgufFile::open(model);
   PluginRegistry registry;
-  for (const DType type :
-       {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
-        DType::IQ1_M, DType::TQ1_0, DType::TQ2_0, DType::MXFP4}) {
-    GgufWriter w(src->alignment());
-    for (const auto& [key, value] : src->metadata()) w.set(key, value);
-    std::vector<uint8_t> junk;
-    for (const GgufTensorInfo& t : src->tensors()) {
-      if (t.name == "blk.1.ffn_up.weight") {
-        junk.assign(*dtype_bytes(type, t.ne[0] * t.ne[1]), 0);
-        w.add_tensor(t.name, type, t.ne, junk.data(), junk.size());
-      } else {
-        w.add_tensor(t.name, t.type, t.ne, src->view(t).data, t.nbytes);
-      }
-    }
-    const auto bad = dir_ / "unsupported.gguf";
-    w.write(bad);
-    try {
-      ModelLoadOptions o;
-      o.backend = "cpu";
-      LoadedModel loaded(registry, bad, o);
-      ADD_FAILURE() << dtype_name(type) << " was accepted";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("blk.1.ffn_up.weight"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(std::string(dtype_name(type))), std::string::npos) << msg;
-    }
+  const GgufTensorInfo* up = src->find_tensor("blk.1.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  std::vector<uint8_t> junk(*dtype_bytes(DType::MXFP4, up->ne[0] * up->ne[1]), 0);
+  const auto bad = with_ffn_up(*src, DType::MXFP4, junk.data(), junk.size(), dir_ / "mxfp4.gguf");
+  try {
+    ModelLoadOptions o;
+    o.backend = "cpu";
+    LoadedModel loaded(registry, bad, o);
+    ADD_FAILURE() << "mxfp4 was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("blk.1.ffn_up.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("mxfp4"), std::string::npos) << msg;
   }
 }
 

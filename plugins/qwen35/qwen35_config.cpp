@@ -83,7 +83,7 @@ Config config_from_gguf(const GgufFile& g) {
   // Sizes that later ones are derived from are checked before they are used.
   auto need_size = [&](const char* k, int64_t max) {
     const int64_t v = need_int(key(k));
-    check_size(where, (key(k)).c_str(), v, max);
+    check_size(where, key(k).c_str(), v, max);
     return v;
   };
   Config c;

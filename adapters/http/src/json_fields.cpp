@@ -74,4 +74,19 @@ bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallba
   return v->get<bool>();
 }
 
+std::vector<int32_t> token_ids(const nlohmann::ordered_json& list, const std::string& what) {
+  if (!list.is_array()) throw HttpError(400, what + " must be a list of token ids");
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  for (const nlohmann::ordered_json& t : list) {
+    const bool fits = t.is_number_unsigned() ? t.get<uint64_t>() <= INT32_MAX
+                      : t.is_number_integer()
+                          ? t.get<int64_t>() >= INT32_MIN && t.get<int64_t>() <= INT32_MAX
+                          : false;
+    if (!fits) throw HttpError(400, what + " must hold token ids, not " + t.dump());
+    ids.push_back(t.get<int32_t>());
+  }
+  return ids;
+}
+
 }  // namespace hostlm::http

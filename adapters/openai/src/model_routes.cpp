@@ -79,8 +79,9 @@ void embeddings(ApiContext& ctx, Exchange& ex) {
     dimensions = d->get<int>();
   }
   // input: a string, strings, token ids, or lists of token ids.
+  static const Json kAbsent;
   const Json* given = http::body_field(body, "input");
-  const Json input = given ? *given : Json();
+  const Json& input = given ? *given : kAbsent;
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> token_lists;
   auto is_ids = [](const Json& j) {
@@ -90,13 +91,13 @@ void embeddings(ApiContext& ctx, Exchange& ex) {
   if (input.is_string()) {
     texts.push_back(input.get<std::string>());
   } else if (is_ids(input)) {
-    token_lists.push_back(input.get<std::vector<int32_t>>());
+    token_lists.push_back(http::token_ids(input, "input"));
   } else if (input.is_array() && !input.empty()) {
     for (const Json& item : input) {
       if (item.is_string() && token_lists.empty())
         texts.push_back(item.get<std::string>());
       else if (is_ids(item) && texts.empty())
-        token_lists.push_back(item.get<std::vector<int32_t>>());
+        token_lists.push_back(http::token_ids(item, "input"));
       else
         throw HttpError(400, "input must be a string, a list of strings, or token ids");
     }

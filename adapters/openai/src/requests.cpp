@@ -275,13 +275,7 @@ CompletionCall parse_completion(const nlohmann::ordered_json& body) {
   } else if (p->is_array() && std::all_of(p->begin(), p->end(),
                                           [](const Json& t) { return t.is_number_integer(); })) {
     if (p->empty()) throw bad("prompt must not be empty");
-    for (const Json& t : *p) {
-      // Token ids past int32 would wrap into the vocabulary's range.
-      if (t.is_number_unsigned() ? t.get<uint64_t>() > INT32_MAX
-                                 : t.get<int64_t>() < INT32_MIN || t.get<int64_t>() > INT32_MAX)
-        throw bad("prompt token ids must be vocabulary ids, not " + t.dump());
-      call.request.context_tokens.push_back(t.get<int32_t>());
-    }
+    call.request.context_tokens = http::token_ids(*p, "prompt");
   } else {
     throw bad(
         "prompt must be a string, a list of token ids, or a list with one of those "

@@ -105,7 +105,9 @@ class ErrorShapesTest(unittest.TestCase):
                            ("/api/embed", [TINY]),
                            ("/api/embeddings", {"model": TINY, "prompt": 7}),
                            ("/v1/embeddings", {"model": 5, "input": "x"}),
-                           ("/v1/embeddings", {"model": TINY, "input": "x", "encoding_format": 1})]:
+                           ("/v1/embeddings", {"model": TINY, "input": "x", "encoding_format": 1}),
+                           # token ids past int32 wrapped into the vocabulary's range
+                           ("/v1/embeddings", {"model": TINY, "input": [4294967297]})]:
             status, answer = s.request("POST", path, body)
             self.assertEqual(status, 400, (path, body, answer))
 

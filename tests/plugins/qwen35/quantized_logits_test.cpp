@@ -74,6 +74,14 @@ std::vector<float> logits_of(PluginRegistry& registry, const std::filesystem::pa
   return testing::all_logits(loaded.model(), tokens);
 }
 
+// tools/make_shape_gguf.py test256: rows of 256 and 512, F16.
+bool make_test256(const std::filesystem::path& out) {
+  const std::string cmd = "python3 '" +
+                          (testing::source_dir() / "tools/make_shape_gguf.py").string() +
+                          "' test256 '" + out.string() + "' 2>/dev/null";
+  return std::system(cmd.c_str()) == 0;
+}
+
 class QuantizedLogits : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -172,10 +180,7 @@ TEST_F(QuantizedLogits, TinyUntiedBf16FromHuggingFaceFolder) {
 // Rows of 256 and 512: the K-quant and IQ4_XS kernels themselves, not their fallbacks.
 TEST_F(QuantizedLogits, SuperBlockShapesFromF16Gguf) {
   const auto model = dir_ / "test256.gguf";
-  const std::string cmd = "python3 '" +
-                          (testing::source_dir() / "tools/make_shape_gguf.py").string() +
-                          "' test256 '" + model.string() + "' 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(make_test256(model));
   check_model(model, kTest256);
 }
 
@@ -208,10 +213,7 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
 // those blocks, up to the float summation order.
 TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
   const auto model = dir_ / "test256.gguf";
-  const std::string make = "python3 '" +
-                           (testing::source_dir() / "tools/make_shape_gguf.py").string() +
-                           "' test256 '" + model.string() + "' 2>/dev/null";
-  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  ASSERT_TRUE(make_test256(model));
   const auto src = GgufFile::open(model);
   const GgufTensorInfo* up = src->find_tensor("blk.1.ffn_up.weight");
   ASSERT_NE(up, nullptr);
@@ -250,10 +252,7 @@ TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
 // error naming the tensor and the type.
 TEST_F(QuantizedLogits, UnsupportedTypesRefusedNamingTensorAndType) {
   const auto model = dir_ / "test256.gguf";
-  const std::string cmd = "python3 '" +
-                          (testing::source_dir() / "tools/make_shape_gguf.py").string() +
-                          "' test256 '" + model.string() + "' 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(make_test256(model));
   const auto src = GgufFile::open(model);
   PluginRegistry registry;
   const GgufTensorInfo* up = src->find_tensor("blk.1.ffn_up.weight");

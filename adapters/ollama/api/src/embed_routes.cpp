@@ -12,9 +12,11 @@ using Json = nlohmann::ordered_json;
 using http::Exchange;
 using http::HttpError;
 
-Json field_or_null(const Json& body, const char* key) {
+// Member `key`, or null where absent; a reference, so that a long input list is not copied.
+const Json& field_or_null(const Json& body, const char* key) {
+  static const Json kAbsent;
   const Json* v = http::body_field(body, key);
-  return v ? *v : Json();
+  return v ? *v : kAbsent;
 }
 
 struct EmbedCall {
@@ -40,7 +42,7 @@ void embed(ApiContext& ctx, Exchange& ex) {
   const EmbedCall call = read_call(body);
   ex.log().model = call.model;
   std::vector<std::string> inputs;
-  const Json input = field_or_null(body, "input");
+  const Json& input = field_or_null(body, "input");
   if (input.is_string()) {
     inputs.push_back(input.get<std::string>());
   } else if (input.is_array()) {

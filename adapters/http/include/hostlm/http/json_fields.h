@@ -1,6 +1,7 @@
 // Request fields the Ollama and OpenAI APIs share in shape. Each throws HttpError 400 naming
 // the field when the value has the wrong shape.
 #pragma once
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,5 +23,8 @@ const nlohmann::ordered_json* body_field(const nlohmann::ordered_json& body, con
 std::string string_field(const nlohmann::ordered_json& body, const char* key,
                          std::string fallback = {});
 bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback);
+// A list of token ids (`what` names it in the 400): each an integer that fits int32, which the
+// engine then checks against the vocabulary. Larger ones would wrap into its range.
+std::vector<int32_t> token_ids(const nlohmann::ordered_json& list, const std::string& what);
 
 }  // namespace hostlm::http

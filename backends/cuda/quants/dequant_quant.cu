@@ -12,8 +12,8 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
-#include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/quants/quant_types.h"
 
 namespace hostlm::cuda::quants {
 namespace {

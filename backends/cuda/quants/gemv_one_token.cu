@@ -26,6 +26,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/quants/fold_norm.cuh"
 #include "cuda/quants/gemv_one_token.h"
+#include "cuda/quants/quant_types.h"
 #include "cuda/quants/split_layout.h"
 #include "cuda/quants/stage_layout.h"
 #include "cuda/quants/tile_common.cuh"

@@ -19,8 +19,8 @@
 #include "cuda/launch.cuh"
 #include "cuda/quants/acts_quant.cuh"
 #include "cuda/quants/gemv_one_token.h"
-#include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/quants/quant_types.h"
 
 namespace hostlm::cuda::quants {
 namespace {

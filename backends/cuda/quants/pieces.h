@@ -392,51 +392,6 @@ static_assert(split_layout(DType::Q2_K).regions[0].size == 16 * Q2_K::kPieces);
 static_assert(split_layout(DType::Q3_K).regions[1].size == 16 * Q3_K::kPieces);
 static_assert(split_layout(DType::IQ4_XS).regions[0].size == 16 * IQ4_XS::kPieces);
 
-// Calls f(Q{}) with the piece decoder of `type`; returns false for types without one.
-template <typename F>
-bool with_quant_type(DType type, F&& f) {
-  switch (type) {
-    case DType::Q4_0:
-      f(Q4_0{});
-      return true;
-    case DType::Q4_1:
-      f(Q4_1{});
-      return true;
-    case DType::Q5_0:
-      f(Q5_0{});
-      return true;
-    case DType::Q5_1:
-      f(Q5_1{});
-      return true;
-    case DType::Q8_0:
-      f(Q8_0{});
-      return true;
-    case DType::IQ4_NL:
-      f(IQ4_NL{});
-      return true;
-    case DType::Q2_K:
-      f(Q2_K{});
-      return true;
-    case DType::Q3_K:
-      f(Q3_K{});
-      return true;
-    case DType::Q4_K:
-      f(Q4_K{});
-      return true;
-    case DType::Q5_K:
-      f(Q5_K{});
-      return true;
-    case DType::Q6_K:
-      f(Q6_K{});
-      return true;
-    case DType::IQ4_XS:
-      f(IQ4_XS{});
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The 16 values of range g of a piece, bit-identical to the CPU decoders.
 template <class Q>
 HQ_HD void decode_range(const typename Q::P& p, int g, float (&v)[16]) {

@@ -134,6 +134,38 @@ HQ_HD uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t s) {
 // v * 0x00204081 sit 7 bits apart and never overlap, so no carry crosses a byte.
 HQ_HD uint32_t spread4(uint32_t v) { return (v * 0x00204081u) & 0x01010101u; }
 
+// Byte-wise a - b and a + b, each byte mod 256 (no borrow or carry crosses a byte).
+HQ_HD uint32_t vsub4(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __vsub4(a, b);
+#else
+  uint32_t r = 0;
+  for (int k = 0; k < 4; ++k) r |= (((a >> (8 * k)) - (b >> (8 * k))) & 0xffu) << (8 * k);
+  return r;
+#endif
+}
+HQ_HD uint32_t vadd4(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __vadd4(a, b);
+#else
+  uint32_t r = 0;
+  for (int k = 0; k < 4; ++k) r |= (((a >> (8 * k)) + (b >> (8 * k))) & 0xffu) << (8 * k);
+  return r;
+#endif
+}
+
+// 1 if `v` has an odd number of set bits, else 0.
+HQ_HD uint32_t parity(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return static_cast<uint32_t>(__popc(v)) & 1u;
+#else
+  v ^= v >> 16;
+  v ^= v >> 8;
+  v ^= v >> 4;
+  return (0x6996u >> (v & 15u)) & 1u;
+#endif
+}
+
 HQ_HD int8_t byte_of(uint32_t word, int k) {
   return static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * k)));
 }

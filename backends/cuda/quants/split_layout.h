@@ -60,6 +60,24 @@ constexpr SplitLayout split_layout(DType type) {
       return {256, 210, 4, {{0, 128}, {128, 64}, {192, 16}, {208, 2}}};
     case DType::IQ4_XS:  // d scales_h scales_l[4] | qs[128]
       return {256, 136, 2, {{8, 128}, {0, 8}}};
+    case DType::IQ2_XXS:  // d | qs[64] (per 32: 4 grid indices, then signs and scale)
+      return {256, 66, 2, {{2, 64}, {0, 2}}};
+    case DType::IQ2_XS:  // d | qs[64] (16-bit: index, signs) | scales[8]
+      return {256, 74, 3, {{2, 64}, {66, 8}, {0, 2}}};
+    case DType::IQ2_S:  // d | qs[32] signs[32] | qh[8] | scales[8]
+      return {256, 82, 4, {{2, 64}, {66, 8}, {74, 8}, {0, 2}}};
+    case DType::IQ3_XXS:  // d | qs[64] | signs and scales[32]
+      return {256, 98, 3, {{2, 64}, {66, 32}, {0, 2}}};
+    case DType::IQ3_S:  // d | qs[64] | qh[8] signs[32] (one region) | scales[4]
+      return {256, 110, 4, {{2, 64}, {66, 40}, {106, 4}, {0, 2}}};
+    case DType::IQ1_S:  // d | qs[32] | qh[16]
+      return {256, 50, 3, {{2, 32}, {34, 16}, {0, 2}}};
+    case DType::IQ1_M:  // qs[32] | qh[16] | scales[8] (the f16 scale in their top nibbles)
+      return {256, 56, 3, {{0, 32}, {32, 16}, {48, 8}}};
+    case DType::TQ1_0:  // qs[48] | qh[4] | d
+      return {256, 54, 3, {{0, 48}, {48, 4}, {52, 2}}};
+    case DType::TQ2_0:  // qs[64] | d
+      return {256, 66, 2, {{0, 64}, {64, 2}}};
     default:
       return {};
   }

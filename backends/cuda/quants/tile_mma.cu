@@ -28,8 +28,8 @@
 
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
-#include "cuda/quants/pieces.h"
 #include "cuda/quants/quant_kernels.h"
+#include "cuda/quants/quant_types.h"
 #include "cuda/quants/tile_common.cuh"
 #include "cuda/quants/tile_q4k.h"
 #include "cuda/tensor_core.cuh"

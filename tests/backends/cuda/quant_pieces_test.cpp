@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/quants/pieces.h"
+#include "cuda/quants/quant_types.h"
 #include "cuda/quants/split_layout.h"
 #include "cuda/quants/stage_layout.h"
 #include "quant_test_support.h"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu/quants/blocks.h"
+#include "cpu/quants/iq_blocks.h"
 #include "hostlm/dtype.h"
 #include "hostlm/half.h"
 
@@ -25,7 +26,17 @@ struct QuantCase {
   const char* file;             // stem of the reference files in tests/data/quants/
   std::vector<int> f16_fields;  // byte offsets of the block's f16 scales
   void (*decode)(const uint8_t* block, float* out);
+  // For a block scale that is no plain f16 field (IQ1_M): writes f16 bits `h` into `block`.
+  void (*place_f16)(uint8_t* block, uint16_t h) = nullptr;
 };
+
+// IQ1_M keeps its f16 scale in the top nibbles of its four 16-bit scale words.
+inline void place_iq1_m_scale(uint8_t* block, uint16_t h) {
+  for (int i = 0; i < 4; ++i) {
+    uint8_t& top = block[48 + 2 * i + 1];
+    top = static_cast<uint8_t>((top & 0x0f) | (((h >> (4 * i)) & 15) << 4));
+  }
+}
 
 // gtest prints the type name instead of the struct's bytes.
 inline void PrintTo(const QuantCase& c, std::ostream* os) { *os << c.file; }
@@ -45,6 +56,15 @@ inline const std::vector<QuantCase>& quant_cases() {
       {DType::Q5_K, "q5_k", {0, 2}, q::decode_q5_k},
       {DType::Q6_K, "q6_k", {208}, q::decode_q6_k},
       {DType::IQ4_XS, "iq4_xs", {0}, q::decode_iq4_xs},
+      {DType::IQ2_XXS, "iq2_xxs", {0}, q::decode_iq2_xxs},
+      {DType::IQ2_XS, "iq2_xs", {0}, q::decode_iq2_xs},
+      {DType::IQ2_S, "iq2_s", {0}, q::decode_iq2_s},
+      {DType::IQ3_XXS, "iq3_xxs", {0}, q::decode_iq3_xxs},
+      {DType::IQ3_S, "iq3_s", {0}, q::decode_iq3_s},
+      {DType::IQ1_S, "iq1_s", {0}, q::decode_iq1_s},
+      {DType::IQ1_M, "iq1_m", {}, q::decode_iq1_m, place_iq1_m_scale},
+      {DType::TQ1_0, "tq1_0", {52}, q::decode_tq1_0},
+      {DType::TQ2_0, "tq2_0", {64}, q::decode_tq2_0},
   };
   return cases;
 }
@@ -57,12 +77,17 @@ inline std::vector<uint8_t> random_blocks(const QuantCase& c, size_t n_blocks, s
   std::uniform_int_distribution<int> byte(0, 255);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
   std::uniform_real_distribution<float> mag(-9.f, -5.f);
-  for (size_t n = 0; n < n_blocks; ++n)
+  for (size_t n = 0; n < n_blocks; ++n) {
     for (int off : c.f16_fields) {
       const float v = std::exp2(mag(rng)) * (byte(rng) < 128 ? -1.f : 1.f);
       const uint16_t h = f32_to_f16(v);
       std::memcpy(bytes.data() + n * tr.block_bytes + off, &h, 2);
     }
+    if (c.place_f16 != nullptr) {
+      const float v = std::exp2(mag(rng)) * (byte(rng) < 128 ? -1.f : 1.f);
+      c.place_f16(bytes.data() + n * tr.block_bytes, f32_to_f16(v));
+    }
+  }
   return bytes;
 }
 

@@ -5,7 +5,7 @@ The outputs under tests/data/ are the ground truth the C++ tests compare against
 made by transformers, never by hostlm. Run where torch + transformers (>= 5, with qwen3_5)
 are installed:
 
-    python3 tools/make_reference.py --out tests/data
+    python3 tools/make_reference.py --out tests/data [--only NAME ...]
 
 Layout written:
     OUT/models/<name>/config.json, model.safetensors      (HF folder, as save_pretrained writes it)
@@ -58,6 +58,22 @@ MODELS = {
                                       partial_rotary_factor=0.25, mrope_section=[1, 1, 2],
                                       mrope_interleaved=True),
                  full_attention_interval=2)),
+    # Qwen3.5-MoE (qwen35moe): routed experts (softmax, top-k, renormalised) plus the shared
+    # expert behind its sigmoid gate, in every layer.
+    "tiny-moe-f32": dict(
+        arch="moe-causal", dtype=torch.float32, seed=4321,
+        cfg=dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                 linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+                 linear_value_head_dim=16, linear_conv_kernel_dim=4, tie_word_embeddings=False,
+                 num_experts=8, num_experts_per_tok=3, moe_intermediate_size=64,
+                 shared_expert_intermediate_size=96,
+                 rope_parameters=dict(rope_type="default", rope_theta=10000000.0,
+                                      partial_rotary_factor=0.25, mrope_section=[1, 1, 2],
+                                      mrope_interleaved=True),
+                 # The released interval: llama.cpp's converter writes 4 whatever the
+                 # checkpoint's layer_types say, so only this layout converts faithfully there.
+                 full_attention_interval=4)),
 }
 
 
@@ -81,6 +97,8 @@ def randomize(model, gen):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
             elif p.dim() == 2:
                 p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
+            elif p.dim() == 3 and "experts" in name:  # [E, out, in] stacked expert matrices
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[2]))
             else:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
 
@@ -89,7 +107,11 @@ def build(name, spec, out, gen):
     from transformers import (Qwen3_5Config, Qwen3_5ForCausalLM,
                               Qwen3_5ForConditionalGeneration, Qwen3_5TextConfig)
     cfg = dict(spec["cfg"])
-    if spec["arch"] == "causal":
+    if spec["arch"] == "moe-causal":
+        from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+        config = Qwen3_5MoeTextConfig(**cfg)
+        model = Qwen3_5MoeForCausalLM(config)
+    elif spec["arch"] == "causal":
         config = Qwen3_5TextConfig(**cfg)
         model = Qwen3_5ForCausalLM(config)
     else:
@@ -113,7 +135,10 @@ def build(name, spec, out, gen):
         tensors["mtp.norm.weight"] = torch.zeros(h).to(spec["dtype"])
         save_file(tensors, path, metadata={"format": "pt"})
     # Reference: weights as stored (rounded to their dtype), arithmetic in float32 on the CPU.
-    cls = Qwen3_5ForCausalLM if spec["arch"] == "causal" else Qwen3_5ForConditionalGeneration
+    if spec["arch"] == "moe-causal":
+        from transformers import Qwen3_5MoeForCausalLM as cls
+    else:
+        cls = Qwen3_5ForCausalLM if spec["arch"] == "causal" else Qwen3_5ForConditionalGeneration
     ref = cls.from_pretrained(folder, dtype=torch.float32).eval()
     return ref
 
@@ -130,14 +155,25 @@ def sequences(gen):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/data")
+    ap.add_argument("--only", nargs="*", help="write only these models (the others' files stay)")
     args = ap.parse_args()
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)
     os.makedirs(os.path.join(args.out, "reference"), exist_ok=True)
     import transformers
+    skipped_shared = False
     for name, spec in MODELS.items():
-        ref = build(name, spec, args.out, gen)
-        seqs = sequences(gen)
+        # The first three models draw from one generator in turn (as when they were written);
+        # a model with a "seed" has its own, so it comes out the same whichever others are
+        # written, and --only can add it without touching their files.
+        if args.only and name not in args.only:
+            skipped_shared = skipped_shared or "seed" not in spec
+            continue
+        if skipped_shared and "seed" not in spec:
+            raise SystemExit(f"{name} shares the generator with a model --only skipped")
+        own = torch.Generator().manual_seed(spec["seed"]) if "seed" in spec else gen
+        ref = build(name, spec, args.out, own)
+        seqs = sequences(own)
         record = {"model": name, "vocab": VOCAB, "transformers": transformers.__version__,
                   "torch": torch.__version__, "sequences": {}}
         with torch.no_grad():

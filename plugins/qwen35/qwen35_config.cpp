@@ -1,5 +1,6 @@
 #include "qwen35_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -10,8 +11,6 @@
 namespace hostlm::qwen35 {
 namespace {
 
-constexpr const char* kArch = "qwen35";
-
 // Upper bounds far above any real checkpoint (the 397B model has 60 layers, a 248K vocabulary
 // and a 4096 hidden size) that keep every product of two sizes well inside int64 and stop a
 // corrupt file from asking for a per-layer table of 2^60 entries.
@@ -21,6 +20,7 @@ constexpr int64_t kMaxWidth = int64_t{1} << 20;  // hidden and feed-forward size
 constexpr int64_t kMaxHeads = int64_t{1} << 12;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 12;
 constexpr int64_t kMaxConvKernel = 64;
+constexpr int64_t kMaxExperts = int64_t{1} << 12;
 
 void check_size(const std::string& where, const char* what, int64_t v, int64_t max) {
   if (v <= 0)
@@ -33,7 +33,16 @@ void check_size(const std::string& where, const char* what, int64_t v, int64_t m
 void validate(const Config& c, const std::string& where) {
   check_size(where, "vocabulary size", c.n_vocab, kMaxVocab);
   check_size(where, "hidden size", c.hidden, kMaxWidth);
-  check_size(where, "feed-forward size", c.ffn, kMaxWidth);
+  if (c.moe()) {
+    check_size(where, "expert count", c.n_experts, kMaxExperts);
+    check_size(where, "experts used per token", c.n_experts_used, c.n_experts);
+    check_size(where, "expert feed-forward size", c.expert_ffn, kMaxWidth);
+    if (c.shared_ffn < 0 || c.shared_ffn > kMaxWidth)
+      throw Error(where + ": shared expert feed-forward size " + std::to_string(c.shared_ffn) +
+                  " is out of range");
+  } else {
+    check_size(where, "feed-forward size", c.ffn, kMaxWidth);
+  }
   check_size(where, "layer count", c.n_layers, kMaxLayers);
   check_size(where, "attention heads", c.n_head, kMaxHeads);
   check_size(where, "key-value heads", c.n_head_kv, kMaxHeads);
@@ -68,13 +77,19 @@ std::vector<bool> pattern_from_interval(int64_t n_layers, int64_t interval) {
 
 }  // namespace
 
+int64_t Config::widest_ffn() const { return std::max({ffn, expert_ffn, shared_ffn}); }
+
 bool Config::layer_types_regular() const {
   return full_attention == pattern_from_interval(n_layers, full_attention_interval);
 }
 
 Config config_from_gguf(const GgufFile& g) {
   const std::string where = g.path().string();
-  auto key = [](const char* k) { return std::string(kArch) + "." + k; };
+  // Both architectures spell their keys with their own prefix.
+  const std::optional<std::string> arch = g.get_string("general.architecture");
+  const bool moe = arch && *arch == "qwen35moe";
+  const std::string prefix = moe ? "qwen35moe." : "qwen35.";
+  auto key = [&](const char* k) { return prefix + k; };
   auto need_int = [&](const std::string& k) {
     auto v = g.get_int(k);
     if (!v) throw Error(where + ": missing metadata key '" + k + "'");
@@ -94,7 +109,16 @@ Config config_from_gguf(const GgufFile& g) {
     throw Error(where + ": nextn_predict_layers (" + std::to_string(c.n_nextn) +
                 ") must leave at least one of the " + std::to_string(blocks) + " blocks");
   c.n_layers = blocks - c.n_nextn;
-  c.ffn = need_int(key("feed_forward_length"));
+  if (moe) {
+    c.n_experts = need_size("expert_count", kMaxExperts);
+    c.n_experts_used = need_int(key("expert_used_count"));
+    c.expert_ffn = need_int(key("expert_feed_forward_length"));
+    // llama.cpp falls back to the dense width when the shared expert's is not written.
+    c.shared_ffn = g.get_int(key("expert_shared_feed_forward_length"))
+                       .value_or(g.get_int(key("feed_forward_length")).value_or(0));
+  } else {
+    c.ffn = need_int(key("feed_forward_length"));
+  }
   c.n_head = need_size("attention.head_count", kMaxHeads);
   c.n_head_kv = need_int(key("attention.head_count_kv"));
   c.head_dim = g.get_int(key("attention.key_length")).value_or(c.hidden / c.n_head);
@@ -182,7 +206,16 @@ Config config_from_hf(const nlohmann::json& root, const std::string& where) {
   Config c;
   c.n_vocab = get_int("vocab_size");
   c.hidden = get_int("hidden_size");
-  c.ffn = get_int("intermediate_size");
+  // Qwen3_5Moe* configs (model_type qwen3_5_moe_text) have experts and no dense width.
+  if (present(t, "num_experts") && t.at("num_experts") != 0) {
+    c.n_experts = get_int("num_experts");
+    c.n_experts_used = get_int("num_experts_per_tok");
+    c.expert_ffn = get_int("moe_intermediate_size");
+    c.shared_ffn = get_int("shared_expert_intermediate_size", 0);
+    c.ffn = get_int("intermediate_size", 0);
+  } else {
+    c.ffn = get_int("intermediate_size");
+  }
   c.n_layers = get_int("num_hidden_layers");
   check_size(where, "layer count", c.n_layers, kMaxLayers);
   c.n_head = get_int("num_attention_heads");

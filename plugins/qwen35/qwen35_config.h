@@ -1,4 +1,5 @@
-// Qwen3.5 hyper-parameters, read by name from a GGUF or a Hugging Face config.json.
+// Qwen3.5 hyper-parameters, read by name from a GGUF or a Hugging Face config.json: the dense
+// models (GGUF architecture qwen35) and the mixture-of-experts ones (qwen35moe).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,12 @@ struct Config {
   int64_t conv_kernel = 4;  // Kc
   float eps = 1e-6f;
   int64_t n_ctx_train = 0;
+  // Mixture of experts (qwen35moe; all zero for the dense models): E experts of FFN width Fe,
+  // k used per token, and an always-on shared expert of width Fs (0: none).
+  int64_t n_experts = 0;             // E
+  int64_t n_experts_used = 0;        // k
+  int64_t expert_ffn = 0;            // Fe
+  int64_t shared_ffn = 0;            // Fs
   bool tied = false;                 // decided from tensor presence by the loader
   std::vector<bool> full_attention;  // per trunk layer
   int64_t full_attention_interval = 4;
@@ -36,6 +43,10 @@ struct Config {
   int64_t key_dim() const { return n_k_heads * dk; }
   int64_t value_dim() const { return n_v_heads * dv; }
   int64_t conv_channels() const { return 2 * key_dim() + value_dim(); }
+  bool moe() const { return n_experts > 0; }
+  const char* gguf_architecture() const { return moe() ? "qwen35moe" : "qwen35"; }
+  // The widest feed-forward activation any layer produces.
+  int64_t widest_ffn() const;
   bool layer_types_regular() const;  // pattern equals the interval rule
 };
 

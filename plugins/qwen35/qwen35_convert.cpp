@@ -17,12 +17,13 @@ namespace hostlm::qwen35 {
 namespace {
 
 // llama.cpp keeps these in F32 whatever the file type: 1-D tensors, norms, the conv
-// kernel, and tensors whose name does not end in ".weight".
+// kernel, the expert gates, and tensors whose name does not end in ".weight".
 bool stays_f32(const TensorView& v) {
   const std::string& n = v.name;
   const bool ends_weight = n.size() >= 7 && n.compare(n.size() - 7, 7, ".weight") == 0;
   return v.shape.size() <= 1 || !ends_weight || n.find("_norm.weight") != std::string::npos ||
-         n.find("ssm_conv1d") != std::string::npos;
+         n.find("ssm_conv1d") != std::string::npos ||
+         n.find("ffn_gate_inp") != std::string::npos;  // the router and the shared expert's gate
 }
 
 uint32_t llama_file_type(DType t) {
@@ -39,15 +40,22 @@ uint32_t llama_file_type(DType t) {
 }
 
 void write_hparams(GgufWriter& w, const Config& c, DType out_type, const std::string& name) {
-  const std::string a = "qwen35.";
+  const std::string a = std::string(c.gguf_architecture()) + ".";
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
-  w.set("general.architecture", GgufValue::string("qwen35"));
+  w.set("general.architecture", GgufValue::string(c.gguf_architecture()));
   w.set("general.name", GgufValue::string(name));
   w.set("general.file_type", GgufValue::u32(llama_file_type(out_type)));
   w.set(a + "context_length", u32(c.n_ctx_train));
   w.set(a + "embedding_length", u32(c.hidden));
   w.set(a + "block_count", u32(c.n_layers));
-  w.set(a + "feed_forward_length", u32(c.ffn));
+  if (c.moe()) {
+    w.set(a + "expert_count", u32(c.n_experts));
+    w.set(a + "expert_used_count", u32(c.n_experts_used));
+    w.set(a + "expert_feed_forward_length", u32(c.expert_ffn));
+    if (c.shared_ffn > 0) w.set(a + "expert_shared_feed_forward_length", u32(c.shared_ffn));
+  } else {
+    w.set(a + "feed_forward_length", u32(c.ffn));
+  }
   w.set(a + "attention.head_count", u32(c.n_head));
   w.set(a + "attention.head_count_kv", u32(c.n_head_kv));
   w.set(a + "attention.key_length", u32(c.head_dim));

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -19,14 +20,15 @@ namespace {
 
 using modules::GatedAttention;
 using modules::GatedDeltaNet;
+using modules::MoeMlp;
 using modules::RmsNorm;
 using modules::SwigluMlp;
 
 struct Layer {
   RmsNorm attn_norm, post_attention_norm;
   std::variant<GatedAttention, GatedDeltaNet> mixer;
-  SwigluMlp mlp;
-  int64_t cache_slot = 0;  // index among layers of the same kind
+  std::variant<SwigluMlp, MoeMlp> mlp;  // dense (qwen35) or mixture of experts (qwen35moe)
+  int64_t cache_slot = 0;               // index among layers of the same kind
 };
 
 class Qwen35Model final : public Model {
@@ -35,7 +37,11 @@ class Qwen35Model final : public Model {
       : backend_(backend), weights_(files) {
     const Config& c = weights_.config();
     const int64_t H = c.hidden;
-    info_.architecture = "qwen35";
+    info_.architecture = c.gguf_architecture();
+    if (c.moe() && backend_.name() != "cpu")
+      throw Error(weights_.where() + ": a mixture-of-experts model (qwen35moe) runs on the CPU " +
+                  "backend only for now; the " + backend_.name() +
+                  " backend has no expert routing yet (load it with --backend cpu)");
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
@@ -132,9 +138,12 @@ class Qwen35Model final : public Model {
         layer.cache_slot = n_deltanet++;
         state_backends_.push_back(&lb);
       }
-      layer.mlp = SwigluMlp{linear(blk(i, "ffn_gate.weight"), c.ffn, H),
-                            linear(blk(i, "ffn_up.weight"), c.ffn, H),
-                            linear(blk(i, "ffn_down.weight"), H, c.ffn)};
+      if (c.moe())
+        layer.mlp = load_moe(i, lb);
+      else
+        layer.mlp = SwigluMlp{linear(blk(i, "ffn_gate.weight"), c.ffn, H),
+                              linear(blk(i, "ffn_up.weight"), c.ffn, H),
+                              linear(blk(i, "ffn_down.weight"), H, c.ffn)};
       layers_.push_back(std::move(layer));
     }
     layout_.n_kv_layers = n_attention;
@@ -143,14 +152,21 @@ class Qwen35Model final : public Model {
     layout_.n_state_layers = n_deltanet;
 
     max_batch_ = std::max<int64_t>(1, options.max_batch);
-    const std::vector<int64_t> widths = modules::scratch_widths(
-        {c.n_head, c.n_head_kv, c.head_dim, c.conv_channels(), c.value_dim(), c.n_v_heads, c.ffn});
+    const std::vector<int64_t> widths =
+        modules::scratch_widths({c.n_head, c.n_head_kv, c.head_dim, c.conv_channels(),
+                                 c.value_dim(), c.n_v_heads, c.widest_ffn()});
     scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, widths);
+    if (c.moe())
+      moe_scratch_ = std::make_unique<modules::MoeScratch>(backend_, max_batch_, H, c.n_experts,
+                                                           c.n_experts_used);
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     if (host_ != nullptr) {
       host_scratch_ = std::make_unique<modules::Scratch>(*host_, max_batch_, widths);
+      if (c.moe())
+        host_moe_scratch_ = std::make_unique<modules::MoeScratch>(*host_, max_batch_, H,
+                                                                  c.n_experts, c.n_experts_used);
       host_hidden_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_normed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_mixed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
@@ -173,11 +189,73 @@ class Qwen35Model final : public Model {
     paged_.reserve(static_cast<size_t>(max_batch_));
     info_.scratch_bytes =
         sizeof(float) *
-        static_cast<size_t>(scratch_->floats() + 3 * max_batch_ * H + logit_capacity_ * c.n_vocab);
-    info_.description = "Qwen3.5: " + std::to_string(c.n_layers) + " layers (" +
-                        std::to_string(n_attention) + " attention, " + std::to_string(n_deltanet) +
-                        " Gated DeltaNet), hidden " + std::to_string(H) + ", vocab " +
-                        std::to_string(c.n_vocab) + (c.tied ? ", tied embeddings" : "");
+        static_cast<size_t>(scratch_->floats() + 3 * max_batch_ * H + logit_capacity_ * c.n_vocab +
+                            (moe_scratch_ ? moe_scratch_->floats() : 0));
+    info_.description = std::string(c.moe() ? "Qwen3.5-MoE: " : "Qwen3.5: ") +
+                        std::to_string(c.n_layers) + " layers (" + std::to_string(n_attention) +
+                        " attention, " + std::to_string(n_deltanet) + " Gated DeltaNet), hidden " +
+                        std::to_string(H) + ", vocab " + std::to_string(c.n_vocab) +
+                        (c.tied ? ", tied embeddings" : "");
+    if (c.moe())
+      info_.description +=
+          ", " + std::to_string(c.n_experts) + " experts (" + std::to_string(c.n_experts_used) +
+          " per token) of width " + std::to_string(c.expert_ffn) +
+          (c.shared_ffn > 0 ? " + a shared expert of " + std::to_string(c.shared_ffn)
+                            : std::string());
+  }
+
+  // Layer i's router, experts (each a slice of the stacked tensors) and shared expert.
+  MoeMlp load_moe(int64_t i, Backend& b) {
+    const Config& c = weights_.config();
+    const int64_t H = c.hidden;
+    const std::string layer = "blk." + std::to_string(i) + ".";
+    auto count = [&](const TensorView& v) {
+      info_.weight_bytes += v.nbytes;
+      if (&b != &backend_) info_.host_weight_bytes += v.nbytes;
+    };
+    auto linear = [&](const std::string& name, int64_t rows, int64_t cols) {
+      const TensorView& v = weights_.require(layer + name, {rows, cols});
+      count(v);
+      return b.load_weight(v);
+    };
+    MoeMlp moe;
+    moe.n_used = c.n_experts_used;
+    moe.router = linear("ffn_gate_inp.weight", c.n_experts, H);
+    std::vector<Weight> gates, ups, downs;
+    for (auto [name, rows, cols, out] :
+         {std::tuple{"ffn_gate_exps.weight", c.expert_ffn, H, &gates},
+          {"ffn_up_exps.weight", c.expert_ffn, H, &ups},
+          {"ffn_down_exps.weight", H, c.expert_ffn, &downs}}) {
+      const TensorView& all = weights_.require(layer + name, {c.n_experts, rows, cols});
+      count(all);
+      const size_t bytes = all.nbytes / static_cast<size_t>(c.n_experts);
+      for (int64_t e = 0; e < c.n_experts; ++e) {
+        TensorView one = all;
+        one.name = all.name + "[expert " + std::to_string(e) + "]";
+        one.shape = {rows, cols};
+        one.data = static_cast<const uint8_t*>(all.data) + static_cast<size_t>(e) * bytes;
+        one.nbytes = bytes;
+        out->push_back(b.load_weight(one));
+      }
+    }
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      const auto j = static_cast<size_t>(e);
+      moe.experts.push_back(SwigluMlp{gates[j], ups[j], downs[j]});
+    }
+    if (c.shared_ffn > 0) {
+      moe.has_shared = true;
+      moe.shared = SwigluMlp{linear("ffn_gate_shexp.weight", c.shared_ffn, H),
+                             linear("ffn_up_shexp.weight", c.shared_ffn, H),
+                             linear("ffn_down_shexp.weight", H, c.shared_ffn)};
+      // Stored as [1, H] (transformers, llama.cpp's converter) or as [H].
+      const std::string gate = layer + "ffn_gate_inp_shexp.weight";
+      const TensorView* v = weights_.find(gate);
+      TensorView row = v != nullptr && v->n_elements() == H ? *v : weights_.require(gate, {1, H});
+      row.shape = {1, H};
+      count(row);
+      moe.shared_gate = b.load_weight(row);
+    }
+    return moe;
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -481,7 +559,11 @@ class Qwen35Model final : public Model {
         std::get<GatedDeltaNet>(layer.mixer).forward(b, scratch, a, T, slices_, m);
       const RmsNorm& post = layer.post_attention_norm;
       b.add_rms_norm(h, m, T, H, post.weight.data(), post.eps, a);
-      layer.mlp.forward(b, scratch, a, T, m);
+      if (const auto* dense = std::get_if<SwigluMlp>(&layer.mlp))
+        dense->forward(b, scratch, a, T, m);
+      else
+        std::get<MoeMlp>(layer.mlp).forward(
+            b, scratch, &b == host_ ? *host_moe_scratch_ : *moe_scratch_, a, T, m);
       if (li + 1 == layers_.size()) {
         b.add(h, m, static_cast<size_t>(T * H));
       } else {
@@ -612,6 +694,7 @@ class Qwen35Model final : public Model {
   CacheLayout layout_;
   int64_t max_batch_ = 1;
   std::unique_ptr<modules::Scratch> scratch_, host_scratch_;
+  std::unique_ptr<modules::MoeScratch> moe_scratch_, host_moe_scratch_;  // qwen35moe only
   std::unique_ptr<Buffer> hidden_, normed_, mixed_, logits_;
   std::unique_ptr<Buffer> host_hidden_, host_normed_, host_mixed_;
   std::vector<int32_t> positions_, batch_tokens_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "hostlm/dtype.h"
 #include "hostlm/error.h"
 #include "hostlm/safetensors.h"
 #include "hostlm/tensor_convert.h"
@@ -69,6 +70,82 @@ TransformedTensor permute_cols(const TensorView& src, const Config& c) {
   return out;
 }
 
+// The router, the stacked experts and the shared expert with its gate (spec 3.5).
+void append_moe_rules(std::vector<TensorRule>& rules, int64_t i, const Config& c) {
+  using T = Transform;
+  rules.push_back({blk(i, "ffn_gate_inp.weight"), layer(i, "mlp.gate.weight"), T::None, false});
+  rules.push_back({blk(i, "ffn_gate_exps.weight"), layer(i, "mlp.experts"), T::StackGate, false});
+  rules.push_back({blk(i, "ffn_up_exps.weight"), layer(i, "mlp.experts"), T::StackUp, false});
+  rules.push_back({blk(i, "ffn_down_exps.weight"), layer(i, "mlp.experts"), T::StackDown, false});
+  if (c.shared_ffn > 0) {
+    rules.push_back({blk(i, "ffn_gate_inp_shexp.weight"), layer(i, "mlp.shared_expert_gate.weight"),
+                     T::None, false});
+    rules.push_back({blk(i, "ffn_gate_shexp.weight"),
+                     layer(i, "mlp.shared_expert.gate_proj.weight"), T::None, false});
+    rules.push_back({blk(i, "ffn_up_shexp.weight"), layer(i, "mlp.shared_expert.up_proj.weight"),
+                     T::None, false});
+    rules.push_back({blk(i, "ffn_down_shexp.weight"),
+                     layer(i, "mlp.shared_expert.down_proj.weight"), T::None, false});
+  }
+}
+
+// One projection of every expert as a [E, rows, cols] tensor of the experts' common type.
+TransformedTensor stack_experts(const HfCheckpoint& hf, const std::string& base,
+                                const TensorRule& rule, const Config& c) {
+  const std::string folder = hf.folder().string();
+  const bool down = rule.transform == Transform::StackDown;
+  const int64_t rows = down ? c.hidden : c.expert_ffn, cols = down ? c.expert_ffn : c.hidden;
+  TransformedTensor out;
+  auto append = [&](const TensorView& src, int64_t first_row, const std::string& what) {
+    if (out.view.data == nullptr && out.storage.empty()) out.view.type = src.type;
+    if (src.type != out.view.type)
+      throw Error(folder + ": tensor '" + what + "' has type " + std::string(dtype_name(src.type)) +
+                  ", unlike the other experts");
+    const auto row_bytes = dtype_bytes(src.type, cols);
+    if (!row_bytes || src.cols() != cols)
+      throw Error(folder + ": tensor '" + what + "' has rows of " + std::to_string(src.cols()) +
+                  " values, expected " + std::to_string(cols));
+    const auto* begin = static_cast<const uint8_t*>(src.data) + first_row * *row_bytes;
+    out.storage.insert(out.storage.end(), begin, begin + rows * *row_bytes);
+  };
+  const char* proj = rule.transform == Transform::StackGate ? "gate_proj"
+                     : rule.transform == Transform::StackUp ? "up_proj"
+                                                            : "down_proj";
+  // transformers' in-memory form: gate and up fused, each expert's gate rows first.
+  const std::string fused_name = base + (down ? ".down_proj" : ".gate_up_proj");
+  const TensorView* fused = hf.find(fused_name);
+  if (fused == nullptr) fused = hf.find(fused_name + ".weight");
+  if (fused != nullptr) {
+    const int64_t per_expert = down ? rows : 2 * rows;
+    if (fused->shape.size() != 3 || fused->shape[0] != c.n_experts ||
+        fused->shape[1] != per_expert || fused->shape[2] != cols)
+      throw Error(folder + ": tensor '" + fused_name + "' has an unexpected shape");
+    const auto expert_bytes = static_cast<size_t>(*dtype_bytes(fused->type, cols) * per_expert);
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      TensorView one = *fused;
+      one.shape = {per_expert, cols};
+      one.data = static_cast<const uint8_t*>(fused->data) + static_cast<size_t>(e) * expert_bytes;
+      one.nbytes = expert_bytes;
+      append(one, rule.transform == Transform::StackUp ? rows : 0, fused_name);
+    }
+  } else {
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      const std::string name = base + "." + std::to_string(e) + "." + proj + ".weight";
+      const TensorView* src = hf.find(name);
+      if (src == nullptr) throw Error(folder + ": tensor '" + name + "' is missing");
+      if (src->rows() != rows)
+        throw Error(folder + ": tensor '" + name + "' has " + std::to_string(src->rows()) +
+                    " rows, expected " + std::to_string(rows));
+      append(*src, 0, name);
+    }
+  }
+  out.view.name = rule.gguf_name;
+  out.view.shape = {c.n_experts, rows, cols};
+  out.view.data = out.storage.data();
+  out.view.nbytes = out.storage.size();
+  return out;
+}
+
 }  // namespace
 
 std::vector<TensorRule> tensor_rules(const Config& c) {
@@ -115,9 +192,15 @@ std::vector<TensorRule> tensor_rules(const Config& c) {
     }
     rules.push_back({blk(i, "post_attention_norm.weight"),
                      layer(i, "post_attention_layernorm.weight"), T::NormPlusOne, false});
-    rules.push_back({blk(i, "ffn_gate.weight"), layer(i, "mlp.gate_proj.weight"), T::None, false});
-    rules.push_back({blk(i, "ffn_up.weight"), layer(i, "mlp.up_proj.weight"), T::None, false});
-    rules.push_back({blk(i, "ffn_down.weight"), layer(i, "mlp.down_proj.weight"), T::None, false});
+    if (c.moe()) {
+      append_moe_rules(rules, i, c);
+    } else {
+      rules.push_back(
+          {blk(i, "ffn_gate.weight"), layer(i, "mlp.gate_proj.weight"), T::None, false});
+      rules.push_back({blk(i, "ffn_up.weight"), layer(i, "mlp.up_proj.weight"), T::None, false});
+      rules.push_back(
+          {blk(i, "ffn_down.weight"), layer(i, "mlp.down_proj.weight"), T::None, false});
+    }
   }
   return rules;
 }
@@ -135,6 +218,9 @@ std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
                                                      const TensorRule& rule, const Config& c) {
   // lm_head sits outside the model prefix in every known checkpoint layout.
   const std::string name = rule.hf_name == "lm_head.weight" ? rule.hf_name : prefix + rule.hf_name;
+  if (rule.transform == Transform::StackGate || rule.transform == Transform::StackUp ||
+      rule.transform == Transform::StackDown)
+    return stack_experts(hf, name, rule, c);
   const TensorView* src = hf.find(name);
   if (!src) {
     if (rule.optional) return std::nullopt;
@@ -201,6 +287,10 @@ std::optional<TransformedTensor> transform_hf_tensor(const HfCheckpoint& hf,
       });
       break;
     }
+    case Transform::StackGate:
+    case Transform::StackUp:
+    case Transform::StackDown:
+      break;  // handled above
     case Transform::ColsPermuted:
       if (src->cols() != c.value_dim())
         throw Error(hf.folder().string() + ": tensor '" + name + "' has " +

@@ -28,6 +28,12 @@ enum class Transform {
   QkvPermuted,      // [q | k | v] rows: only the v rows are value-head permuted
   ConvPermuted,     // [C, 1, K] -> [C, K] float32, v channels permuted
   ColsPermuted,     // input columns grouped by value head, tiled (out_proj)
+  // The experts' matrices of one projection stacked into [E, rows, cols], same bytes: from
+  // per-expert tensors (hf_name.<e>.gate_proj.weight, as checkpoints store them) or from
+  // transformers' fused hf_name.gate_up_proj [E, 2 Fe, H] / hf_name.down_proj.
+  StackGate,
+  StackUp,
+  StackDown,
 };
 
 struct TensorRule {

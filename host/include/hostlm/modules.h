@@ -97,4 +97,44 @@ struct SwigluMlp {
   void forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const;
 };
 
+// Working memory of the mixture-of-experts blocks of one model (they run one at a time):
+// backend buffers for the router logits, the rows routed to experts and what they return,
+// and host arrays for deciding the routes. Sized at load for up to max_tokens tokens.
+class MoeScratch {
+ public:
+  MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t n_experts,
+             int64_t n_used);
+  int64_t max_tokens() const { return max_tokens_; }
+  // Floats held on the backend and on the host together.
+  int64_t floats() const;
+
+ private:
+  friend struct MoeMlp;
+  int64_t max_tokens_, hidden_, n_experts_, n_used_;
+  std::unique_ptr<Buffer> logits_, routed_in_, routed_out_, shared_out_, shared_gate_;
+  std::vector<float> host_logits_, host_x_, host_routed_, host_out_, host_shared_, host_gate_;
+  // Per routed row (token, weight), per token and slot (expert, weight), per expert.
+  std::vector<int32_t> row_token_, chosen_, order_, expert_rows_, next_row_;
+  std::vector<float> row_weight_, weights_, probs_;
+};
+
+// A mixture-of-experts feed-forward block (Qwen3.5-MoE, spec 2.8): a softmax over the router's
+// logits, the n_used largest renormalised to sum 1, each token's chosen experts (SwiGLU)
+// weighted by them and summed, plus an always-on shared expert scaled by
+// sigmoid(shared_gate . x).
+//
+// The routes are decided on the host: the router logits come back with download, the rows of
+// each expert are gathered there and every chosen expert runs once over all of its rows. On
+// the CPU backend these transfers are copies; a GPU backend would stall on them every layer,
+// so plugins keep these blocks off GPU backends until those have routing kernels.
+struct MoeMlp {
+  Weight router;                   // [E, H]
+  std::vector<SwigluMlp> experts;  // E of them
+  int64_t n_used = 0;              // k
+  bool has_shared = false;
+  SwigluMlp shared;
+  Weight shared_gate;  // [1, H]
+  void forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T, float* out) const;
+};
+
 }  // namespace hostlm::modules

@@ -54,6 +54,7 @@ ModelFacts model_facts(const GgufFile& f) {
   const int64_t n_head = first_int(arch + ".attention.head_count").value_or(0);
   const int64_t n_head_kv = first_int(arch + ".attention.head_count_kv").value_or(n_head);
   facts.n_gqa = n_head_kv > 0 ? n_head / n_head_kv : 0;
+  facts.n_expert = f.get_int(arch + ".expert_count").value_or(0);
   return facts;
 }
 

@@ -1,6 +1,5 @@
 // llama.cpp's per-tensor type rules for the schemes hostlm writes, without an importance
-// matrix and for models without experts. The facts, from src/llama-quant.cpp of the
-// llama.cpp fork the project checks against:
+// matrix. The facts, from src/llama-quant.cpp of the llama.cpp fork the project checks against:
 // - Only tensors of two or more dimensions whose name ends in "weight" are re-encoded, never
 //   the norms ("_norm.weight"), the conv kernels ("ssm_conv1d") or router gates.
 // - output.weight, and token_embd.weight when the embeddings are tied (no output.weight),
@@ -13,6 +12,9 @@
 //   projections and the ffn_down of the first eighth of the layers; IQ4_XS uses Q5_K for
 //   value projections when there are 4 or more query heads per KV head and for ffn_down in
 //   the first eighth.
+// - Models with experts: ffn_down's layer is the one its name says (blk.N), not a count of
+//   the ffn_down tensors (each layer has the experts' and the shared expert's); with exactly
+//   8 experts, value and key projections are Q8_0.
 // - A type whose block does not divide the row falls back: IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
 //   Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if even that does not divide.
 // Tensors are visited in llama.cpp's order (by layer number, then by name), which is what
@@ -119,11 +121,13 @@ DType mixture_type(const TensorDesc& t, Category cat, DType type, QuantScheme sc
     } else if (scheme == S::Q4_K_S && st.i_value < 4) {
       type = DType::Q5_K;
     }
+    if (facts.n_expert == 8) type = DType::Q8_0;
     ++st.i_value;
     return type;
   }
+  if (cat == Category::AttnK && facts.n_expert == 8) return DType::Q8_0;
   if (cat == Category::FfnDown) {
-    const int64_t i = st.i_ffn_down, n = facts.n_layer;
+    const int64_t i = facts.n_expert > 1 ? layer_of(t.name) : st.i_ffn_down, n = facts.n_layer;
     if (scheme == S::Q4_K_M) {
       if (use_more_bits(i, n)) type = DType::Q6_K;
     } else if (i < n / 8 && scheme == S::IQ4_XS) {

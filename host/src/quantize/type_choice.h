@@ -18,8 +18,9 @@ struct TensorDesc {
 };
 
 struct ModelFacts {
-  int64_t n_layer = 0;  // block_count
-  int64_t n_gqa = 0;    // attention heads per KV head (0 when unknown)
+  int64_t n_layer = 0;   // block_count
+  int64_t n_gqa = 0;     // attention heads per KV head (0 when unknown)
+  int64_t n_expert = 0;  // experts of a mixture-of-experts model (0: none)
 };
 
 // The scheme's base type (what a "Q4_K_M" file mostly holds) and llama.cpp's file type id

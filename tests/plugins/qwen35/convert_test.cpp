@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "hostlm/gguf.h"
 #include "hostlm/model_loader.h"
@@ -39,6 +41,28 @@ TEST(Qwen35Convert, GgufCarriesTokenizerAndTemplate) {
                            "  tabs\tand\r\nnewlines  ", "<think>\nmaybe\n</think>\n\nyes"})
     EXPECT_EQ(from_hf.encode(text), from_gguf.encode(text)) << text;
   std::filesystem::remove(out);
+}
+
+// The mixture-of-experts checkpoint converts to what llama.cpp's own converter writes for it:
+// the same model metadata and, tensor by tensor, the same names, shapes, types and bytes
+// (experts stacked per projection, the router and the shared expert's gate kept in F32), as
+// recorded from llama.cpp's output in tests/data/llama/ by tools/llama_convert_manifest.py.
+TEST(Qwen35Convert, MoeGgufEqualsLlamaCppConverterOutput) {
+  const auto root = testing::source_dir();
+  PluginRegistry registry;
+  OpenedModelFiles hf(root / "tests/data/models/tiny-moe-f32");
+  for (const auto& [type, manifest] : {std::pair{DType::F32, "tiny-moe-f32.f32.json"},
+                                       std::pair{DType::F16, "tiny-moe-f32.f16.json"}}) {
+    const auto out = std::filesystem::temp_directory_path() /
+                     ("hostlm-convert-moe-" + std::to_string(::getpid()) + ".gguf");
+    registry.plugin_for(hf.files().architecture).convert_to_gguf(*hf.files().hf, type, out);
+    EXPECT_EQ(GgufFile::open(out)->get_string("general.architecture"), "qwen35moe");
+    const std::string cmd = "python3 '" + (root / "tools/llama_convert_manifest.py").string() +
+                            "' check '" + out.string() + "' '" +
+                            (root / "tests/data/llama" / manifest).string() + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::filesystem::remove(out);
+  }
 }
 
 }  // namespace

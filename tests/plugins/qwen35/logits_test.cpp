@@ -23,7 +23,14 @@ using testing::ReferenceModel;
 // so every dtype is held to the same tolerance, relative to the reference logit std.
 constexpr double kTolerance = 1e-4;
 
-const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16"};
+const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16", "tiny-moe-f32"};
+
+// The mixture-of-experts model runs on the CPU backend only (the CUDA backend refuses it).
+ModelLoadOptions options_for(const ReferenceModel& ref) {
+  ModelLoadOptions o;
+  if (ref.name == "tiny-moe-f32") o.backend = "cpu";
+  return o;
+}
 
 void expect_matches_reference(Model& model, const ReferenceModel& ref, const std::string& what) {
   ASSERT_EQ(model.info().n_vocab, ref.vocab);
@@ -40,7 +47,7 @@ class Qwen35Reference : public ::testing::TestWithParam<const char*> {};
 TEST_P(Qwen35Reference, HfFolderLogitsMatchTransformers) {
   const ReferenceModel ref = load_reference(GetParam());
   PluginRegistry registry;
-  LoadedModel loaded(registry, ref.folder, {});
+  LoadedModel loaded(registry, ref.folder, options_for(ref));
   expect_matches_reference(loaded.model(), ref, "hf");
 }
 
@@ -60,7 +67,7 @@ TEST_P(Qwen35Reference, ConvertedGgufLogitsMatchTransformers) {
   const DType type = ref.name == "tiny-untied-bf16" ? DType::BF16 : DType::F32;
   plugin.convert_to_gguf(*hf.files().hf, type, out);
   {
-    LoadedModel loaded(registry, out, {});
+    LoadedModel loaded(registry, out, options_for(ref));
     expect_matches_reference(loaded.model(), ref, "gguf");
   }
   std::filesystem::remove(out);
@@ -69,7 +76,7 @@ TEST_P(Qwen35Reference, ConvertedGgufLogitsMatchTransformers) {
 TEST_P(Qwen35Reference, GreedyGenerationMatchesTransformers) {
   const ReferenceModel ref = load_reference(GetParam());
   PluginRegistry registry;
-  LoadedModel loaded(registry, ref.folder, {});
+  LoadedModel loaded(registry, ref.folder, options_for(ref));
   EXPECT_EQ(
       testing::greedy_generate(loaded.model(), ref.greedy_prompt, ref.greedy_generated.size()),
       ref.greedy_generated);
@@ -81,9 +88,9 @@ TEST_P(Qwen35Reference, PrefillChunkedAndTokenByTokenAgree) {
   const ReferenceModel ref = load_reference(GetParam());
   const auto& tokens = ref.sequences.back().tokens;  // the longest sequence
   PluginRegistry registry;
-  ModelLoadOptions small_batches;
+  ModelLoadOptions small_batches = options_for(ref);
   small_batches.max_batch = 37;  // does not divide the length
-  LoadedModel whole(registry, ref.folder, {});
+  LoadedModel whole(registry, ref.folder, options_for(ref));
   LoadedModel chunked(registry, ref.folder, small_batches);
   const int64_t V = ref.vocab;
   const std::vector<float> one_shot = all_logits(whole.model(), tokens);

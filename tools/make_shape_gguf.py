@@ -11,6 +11,12 @@ filler tokens to the real 248320 rows, so that llama.cpp loads the file too.
   python3 tools/make_shape_gguf.py 2b|4b OUT.gguf           (tied output head, as the release)
   python3 tools/make_shape_gguf.py 9b|27b OUT.gguf          (untied output head, as the release)
   python3 tools/make_shape_gguf.py test256 OUT.gguf         (a 5 MB model for tests)
+  python3 tools/make_shape_gguf.py 35b-a3b|122b-a10b|397b-a17b OUT.gguf --header-only
+                                                            (mixture of experts, spec 1.2)
+
+--header-only writes the metadata and tensor table and leaves the data a hole of the right
+size (a sparse file: nothing is drawn or stored), for tools that read only the table, such
+as `llama-quantize --dry-run`. The mixture-of-experts sizes take F16 or BF16 only.
 
 --type F16 (the default), BF16, Q8_0 or Q4_K_M: the storage of the matrices. F16 and BF16
 hold normal values of std 1/sqrt(columns) (0.02 for the embeddings and for test256). The
@@ -68,6 +74,14 @@ SIZES = {
                 untied=True),
     "test256": dict(head_dim=64, rot_dims=16, k_heads=2, dk=64, vocab=2048, hidden=256, ffn=512,
                     layers=4, n_head=4, n_head_kv=1, v_heads=4, std=0.02),
+    # Mixture of experts (qwen35moe, spec 1.2): every layer routes to `experts_used` of
+    # `experts` experts of width expert_ffn, plus a shared expert of width shared_ffn.
+    "35b-a3b": dict(COMMON, hidden=2048, layers=40, n_head=16, n_head_kv=2, v_heads=32,
+                    experts=256, experts_used=8, expert_ffn=512, shared_ffn=512, untied=True),
+    "122b-a10b": dict(COMMON, hidden=3072, layers=48, n_head=32, n_head_kv=2, v_heads=64,
+                      experts=256, experts_used=8, expert_ffn=1024, shared_ffn=1024, untied=True),
+    "397b-a17b": dict(COMMON, hidden=4096, layers=60, n_head=32, n_head_kv=2, v_heads=64,
+                      experts=512, experts_used=10, expert_ffn=1024, shared_ffn=1024, untied=True),
 }
 CONV_K = 4
 INTERVAL = 4
@@ -247,7 +261,7 @@ def tokenizer_parts(vocab_size, path=TOKENIZER):
 def tensor_plan(s, rng):
     """The model's tensors in file order: (name, numpy shape, std for a matrix or a function
     making the F32 values). The functions draw from `rng` when called, in this order."""
-    H, F, L = s["hidden"], s["ffn"], s["layers"]
+    H, F, L = s["hidden"], s.get("ffn", 0), s["layers"]
     n_head, n_head_kv, v_heads = s["n_head"], s["n_head_kv"], s["v_heads"]
     HEAD_DIM, K_HEADS, DK, VOCAB = s["head_dim"], s["k_heads"], s["dk"], s["vocab"]
     DV = DK
@@ -294,9 +308,22 @@ def tensor_plan(s, rng):
             vector(p + "ssm_a", (v_heads,), lambda: -np.exp(0.5 * rng.standard_normal(v_heads, dtype=np.float32)))
             norm(p + "ssm_norm.weight", DV)
             matrix(p + "ssm_out.weight", H, value_dim)
-        matrix(p + "ffn_gate.weight", F, H)
-        matrix(p + "ffn_up.weight", F, H)
-        matrix(p + "ffn_down.weight", H, F)
+        if "experts" in s:
+            E, FE, FS = s["experts"], s["expert_ffn"], s["shared_ffn"]
+            vector(p + "ffn_gate_inp.weight", (E, H),
+                   lambda: rng.standard_normal((E, H), dtype=np.float32) / np.sqrt(H))
+            plan.append((p + "ffn_gate_exps.weight", (E, FE, H), 1.0 / np.sqrt(H)))
+            plan.append((p + "ffn_up_exps.weight", (E, FE, H), 1.0 / np.sqrt(H)))
+            plan.append((p + "ffn_down_exps.weight", (E, H, FE), 1.0 / np.sqrt(FE)))
+            vector(p + "ffn_gate_inp_shexp.weight", (1, H),
+                   lambda: rng.standard_normal((1, H), dtype=np.float32) / np.sqrt(H))
+            matrix(p + "ffn_gate_shexp.weight", FS, H)
+            matrix(p + "ffn_up_shexp.weight", FS, H)
+            matrix(p + "ffn_down_shexp.weight", H, FS)
+        else:
+            matrix(p + "ffn_gate.weight", F, H)
+            matrix(p + "ffn_up.weight", F, H)
+            matrix(p + "ffn_down.weight", H, F)
     return plan
 
 
@@ -332,8 +359,13 @@ def main() -> int:
                     help="storage of the matrices (default F16); quantized types are written directly")
     ap.add_argument("--tokenizer", type=pathlib.Path, default=TOKENIZER,
                     help="tokenizer.json whose vocabulary the file carries (default: the tiny one)")
+    ap.add_argument("--header-only", action="store_true",
+                    help="write the metadata and tensor table; the data stays a hole (sparse file)")
     args = ap.parse_args()
     s = SIZES[args.size]
+    moe = "experts" in s
+    if moe and args.type not in ("F16", "BF16"):
+        sys.exit(f"{args.size}: the mixture-of-experts sizes are written as F16 or BF16 only")
     H, L = s["hidden"], s["layers"]
     v_heads, ROT_DIMS, K_HEADS, DK, VOCAB = s["v_heads"], s["rot_dims"], s["k_heads"], s["dk"], s["vocab"]
     rng = np.random.default_rng(args.seed)
@@ -346,7 +378,7 @@ def main() -> int:
     plan = tensor_plan(s, rng)
     types = choose_types([(name, shape) for name, shape, _ in plan], L, args.type)
 
-    w = gguf.GGUFWriter(str(args.out), "qwen35")
+    w = gguf.GGUFWriter(str(args.out), "qwen35moe" if moe else "qwen35")
     w.add_name(f"qwen35-{args.size}-shape-random")
     w.add_file_type(FILE_TYPES[args.type][1])
     if args.type != "F16":  # as `hostlm quantize` writes (the F16 file stays as it was)
@@ -354,7 +386,13 @@ def main() -> int:
     w.add_context_length(262144)
     w.add_embedding_length(H)
     w.add_block_count(L)
-    w.add_feed_forward_length(s["ffn"])
+    if moe:
+        w.add_expert_count(s["experts"])
+        w.add_expert_used_count(s["experts_used"])
+        w.add_expert_feed_forward_length(s["expert_ffn"])
+        w.add_expert_shared_feed_forward_length(s["shared_ffn"])
+    else:
+        w.add_feed_forward_length(s["ffn"])
     w.add_head_count(s["n_head"])
     w.add_head_count_kv(s["n_head_kv"])
     w.add_key_length(s["head_dim"])
@@ -363,7 +401,7 @@ def main() -> int:
     w.add_rope_freq_base(1e7)
     w.add_rope_dimension_count(ROT_DIMS)
     w.add_rope_dimension_sections([ROT_DIMS // 6 + 1, ROT_DIMS // 6 + 1, ROT_DIMS // 2 - 2 * (ROT_DIMS // 6 + 1), 0])
-    w.add_uint32("qwen35.full_attention_interval", INTERVAL)
+    w.add_uint32(f"{w.arch}.full_attention_interval", INTERVAL)
     w.add_ssm_conv_kernel(CONV_K)
     w.add_ssm_state_size(DK)
     w.add_ssm_group_count(K_HEADS)
@@ -392,6 +430,17 @@ def main() -> int:
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
+    if args.header_only:
+        # The data region: each tensor padded to the alignment, after the padded table.
+        w.fout[0].flush()
+        pad = lambda n: gguf.GGUFWriter.ggml_pad(n, w.data_alignment)
+        start = pad(w.fout[0].tell())
+        size = start + sum(pad(info.nbytes) for info in w.tensors[0].values())
+        w.close()
+        os.truncate(args.out, size)
+        print(f"wrote {args.out} (header only, {size / 2**30:.1f} GiB sparse, {args.type})",
+              file=sys.stderr)
+        return 0
     # The next tensor is drawn while this one is written: a 54 GB BF16 file is bound by the
     # disk, not by the draws.
     pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
@@ -401,8 +450,9 @@ def main() -> int:
         (name, shape, spec), t = plan[index], types[index]
         if t is None:
             return spec()
-        if t in (Q.F16, Q.BF16):
-            return float_matrix(args.seed, index, *shape, spec, t, pool)
+        if t in (Q.F16, Q.BF16):  # stacked experts are drawn as one tall matrix
+            rows = int(np.prod(shape[:-1]))
+            return float_matrix(args.seed, index, rows, shape[-1], spec, t, pool).reshape(shape)
         return quantized_matrix(t, *shape, spec, bulk, gen)
 
     next_data = ahead.submit(draw, 0)

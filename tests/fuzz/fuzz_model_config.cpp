@@ -1,12 +1,13 @@
 // libFuzzer target for the Qwen3.5 plugin's hyper-parameter readers: a Hugging Face config.json
-// (parsed as a model folder's is) and a GGUF file's qwen35.* metadata.
+// (parsed as a model folder's is) and a GGUF file's qwen35.* or qwen35moe.* metadata.
 //
 // Input byte 0 picks the form. Even: the rest is config.json text. Odd: the rest is a list of
-// metadata records, each [key index][value kind][payload], written out as a GGUF image by our
-// writer and read back, because random bytes almost never form a GGUF whose keys the reader
-// would look at. Beyond "no crash, only hostlm::Error naming the file" it checks what the loader
-// relies on after a config is accepted: sizes within the documented bounds (so the products the
-// loader forms stay inside int64) and one layer kind per layer.
+// metadata records (byte 0 % 4 == 3: of a qwen35moe file, whose keys carry that prefix), each [key
+// index][value kind][payload], written out as a GGUF image by our writer and read back, because
+// random bytes almost never form a GGUF whose keys the reader would look at. Beyond "no crash, only
+// hostlm::Error naming the file" it checks what the loader relies on after a config is accepted:
+// sizes within the documented bounds (so the products the loader forms stay inside int64) and one
+// layer kind per layer.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -36,7 +37,15 @@ void check(bool ok) {
 void check_accepted(const hostlm::qwen35::Config& c) {
   check(c.n_layers > 0 && c.n_layers <= 4096);
   check(static_cast<int64_t>(c.full_attention.size()) == c.n_layers);
-  check(c.hidden > 0 && c.hidden <= (1 << 20) && c.ffn > 0 && c.ffn <= (1 << 20));
+  check(c.hidden > 0 && c.hidden <= (1 << 20));
+  if (c.moe()) {
+    check(c.n_experts <= 4096 && c.n_experts_used > 0 && c.n_experts_used <= c.n_experts);
+    check(c.expert_ffn > 0 && c.expert_ffn <= (1 << 20));
+    check(c.shared_ffn >= 0 && c.shared_ffn <= (1 << 20));
+    (void)(c.n_experts * c.expert_ffn * c.hidden);  // the stacked tensors' element counts
+  } else {
+    check(c.ffn > 0 && c.ffn <= (1 << 20));
+  }
   check(c.n_head > 0 && c.n_head_kv > 0 && c.n_head % c.n_head_kv == 0);
   check(c.head_dim > 0 && c.head_dim <= 4096 && c.dk > 0 && c.dk <= 4096 && c.dv > 0);
   check(c.rot_dims > 0 && c.rot_dims <= c.head_dim && c.rot_dims % 2 == 0);
@@ -86,6 +95,10 @@ constexpr const char* kKeys[] = {
     "qwen35.attention.recurrent_layers",
     "tokenizer.ggml.tokens",
     "general.architecture",
+    "qwen35.expert_count",
+    "qwen35.expert_used_count",
+    "qwen35.expert_feed_forward_length",
+    "qwen35.expert_shared_feed_forward_length",
 };
 
 // Reads little-endian integers off the front of the input; zeros once it runs out.
@@ -138,12 +151,14 @@ hostlm::GgufValue read_value(Reader& in) {
   return GgufValue::u32(0);
 }
 
-void fuzz_gguf(std::span<const uint8_t> data) {
+void fuzz_gguf(std::span<const uint8_t> data, bool moe) {
   Reader in{data};
   std::vector<std::pair<std::string, hostlm::GgufValue>> metadata;
-  metadata.emplace_back("general.architecture", hostlm::GgufValue::string("qwen35"));
+  metadata.emplace_back("general.architecture",
+                        hostlm::GgufValue::string(moe ? "qwen35moe" : "qwen35"));
   while (!in.rest.empty() && metadata.size() < 64) {
-    const std::string key = kKeys[in.take(1) % std::size(kKeys)];
+    std::string key = kKeys[in.take(1) % std::size(kKeys)];
+    if (moe && key.starts_with("qwen35.")) key = "qwen35moe." + key.substr(7);
     hostlm::GgufValue value = read_value(in);
     bool seen = false;
     for (auto& kv : metadata)
@@ -172,6 +187,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] % 2 == 0)
     fuzz_json(std::string_view(reinterpret_cast<const char*>(rest.data()), rest.size()));
   else
-    fuzz_gguf(rest);
+    fuzz_gguf(rest, data[0] % 4 == 3);
   return 0;
 }

@@ -14,7 +14,8 @@
 //   the first eighth.
 // - Models with experts: ffn_down's layer is the one its name says (blk.N), not a count of
 //   the ffn_down tensors (each layer has the experts' and the shared expert's); with exactly
-//   8 experts, value and key projections are Q8_0.
+//   8 experts, value and key projections are Q8_0 and Q4_K_M/Q4_K_S/IQ4_XS give the attention
+//   output projection Q5_K.
 // - A type whose block does not divide the row falls back: IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
 //   Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if even that does not divide.
 // Tensors are visited in llama.cpp's order (by layer number, then by name), which is what
@@ -126,6 +127,9 @@ DType mixture_type(const TensorDesc& t, Category cat, DType type, QuantScheme sc
     return type;
   }
   if (cat == Category::AttnK && facts.n_expert == 8) return DType::Q8_0;
+  if (cat == Category::AttnOut && facts.n_expert == 8 &&
+      (scheme == S::Q4_K_M || scheme == S::Q4_K_S || scheme == S::IQ4_XS))
+    return DType::Q5_K;
   if (cat == Category::FfnDown) {
     const int64_t i = facts.n_expert > 1 ? layer_of(t.name) : st.i_ffn_down, n = facts.n_layer;
     if (scheme == S::Q4_K_M) {

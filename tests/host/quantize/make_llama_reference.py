@@ -7,6 +7,9 @@
 
 Needs a CPU build of llama.cpp made OUTSIDE this repository (nothing of it is committed):
   LLAMA_CPP_BUILD=/path/to/build python3 tests/host/quantize/make_llama_reference.py MODEL.gguf
+  LLAMA_CPP_BUILD=... python3 ... MODEL.gguf --types-only NAME.txt   (only the tensor types,
+      into tests/data/quantize/NAME.txt: llama_types_35b_a3b.txt comes from
+      `tools/make_shape_gguf.py 35b-a3b MODEL.gguf --header-only`, which --dry-run reads)
 MODEL.gguf is a Qwen3.5 GGUF in F16 (tools/make_shape_gguf.py 0.8b writes one); its tensor
 types under each scheme go to llama_types.txt. The rows are quantized through ctypes with
 libggml-base from that build.
@@ -50,7 +53,7 @@ def quantize_rows(build: pathlib.Path) -> None:
         (DATA / f"llama_{name}.bin").write_bytes(out.tobytes())
 
 
-def tensor_types(build: pathlib.Path, model: pathlib.Path) -> None:
+def tensor_types(build: pathlib.Path, model: pathlib.Path, out_name: str = "llama_types.txt") -> None:
     exe = find_lib(build, "llama-quantize")
     line_re = re.compile(r"\[\s*\d+/\s*\d+\]\s+(\S+)\s+- \[\s*([\d, ]+)\], type =\s*(\S+),.*?(?:\((\S+)\)|size =\s+[\d.]+ MiB$)")
     lines = []
@@ -72,11 +75,15 @@ def tensor_types(build: pathlib.Path, model: pathlib.Path) -> None:
             n += 1
         if n == 0:
             raise SystemExit(f"no tensor lines parsed for {scheme}:\n{text[-2000:]}")
-    (DATA / "llama_types.txt").write_text("\n".join(lines) + "\n")
+    (DATA / out_name).write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:
     build = pathlib.Path(os.environ.get("LLAMA_CPP_BUILD", ""))
+    if build.is_dir() and len(sys.argv) == 4 and sys.argv[2] == "--types-only":
+        tensor_types(build, pathlib.Path(sys.argv[1]), sys.argv[3])
+        print(f"wrote {sys.argv[3]} to {DATA}")
+        return 0
     if not build.is_dir() or len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
-// Per-tensor types of the quantization schemes against llama-quantize's own choices for a
-// model of the real Qwen3.5-0.8B shapes (tests/data/quantize/llama_types.txt, written by
-// make_llama_reference.py with `llama-quantize --dry-run`), plus the rules spelled out.
+// Per-tensor types of the quantization schemes against llama-quantize's own choices for models
+// of the real Qwen3.5-0.8B and Qwen3.5-35B-A3B (mixture of experts) shapes
+// (tests/data/quantize/llama_types*.txt, written by make_llama_reference.py with
+// `llama-quantize --dry-run`), plus the rules spelled out.
 #include "quantize/type_choice.h"
 
 #include <gtest/gtest.h>
@@ -33,9 +34,9 @@ struct Expected {
   std::vector<DType> types;
 };
 
-std::map<std::string, Expected> load_llama_types() {
-  std::ifstream in(data_dir() / "llama_types.txt");
-  if (!in) throw std::runtime_error("cannot open tests/data/quantize/llama_types.txt");
+std::map<std::string, Expected> load_llama_types(const std::string& file = "llama_types.txt") {
+  std::ifstream in(data_dir() / file);
+  if (!in) throw std::runtime_error("cannot open tests/data/quantize/" + file);
   std::map<std::string, Expected> out;
   std::string scheme, name, shape, from, to;
   while (in >> scheme >> name >> shape >> from >> to) {
@@ -63,6 +64,47 @@ TEST(TypeChoice, SameAsLlamaQuantizeForQwen35Shapes) {
       EXPECT_EQ(dtype_name(got[i]), dtype_name(e.types[i]))
           << scheme_name << " " << e.tensors[i].name;
   }
+}
+
+// The 35B-A3B shape: 40 layers, 256 experts, 16 query heads over 2 KV heads. The expert
+// tensors are 3-D; ffn_down counts by layer although each layer has two (experts and shared).
+TEST(TypeChoice, SameAsLlamaQuantizeForTheMixtureOfExpertsShape) {
+  const auto expected = load_llama_types("llama_types_35b_a3b.txt");
+  ASSERT_EQ(expected.size(), 7u);
+  const ModelFacts facts{40, 8, 256};
+  for (const auto& [scheme_name, e] : expected) {
+    const auto scheme = parse_quant_scheme(scheme_name);
+    ASSERT_TRUE(scheme) << scheme_name;
+    ASSERT_GT(e.tensors.size(), 700u);
+    const std::vector<DType> got = choose_types(e.tensors, facts, *scheme);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(dtype_name(got[i]), dtype_name(e.types[i]))
+          << scheme_name << " " << e.tensors[i].name;
+  }
+}
+
+// With exactly 8 experts llama.cpp gives the key and value projections Q8_0, and the attention
+// output Q5_K in the 4-bit mixtures (tiny-moe-f32 converted, 64-wide rows, checked against
+// llama-quantize in session 35: types and bytes equal; the rows there fall back, these do not).
+TEST(TypeChoice, EightExpertsRaiseAttentionTypes) {
+  const std::vector<TensorDesc> t = {{"blk.3.attn_k.weight", DType::F16, {256, 512}},
+                                     {"blk.3.attn_output.weight", DType::F16, {512, 256}},
+                                     {"blk.3.attn_v.weight", DType::F16, {256, 512}},
+                                     {"blk.3.ffn_down_exps.weight", DType::F16, {256, 256, 8}},
+                                     {"blk.3.ffn_down_shexp.weight", DType::F16, {256, 256}}};
+  const ModelFacts eight{4, 2, 8};
+  const auto q4km = choose_types(t, eight, QuantScheme::Q4_K_M);
+  EXPECT_EQ(q4km[0], DType::Q8_0);
+  EXPECT_EQ(q4km[1], DType::Q5_K);
+  EXPECT_EQ(q4km[2], DType::Q8_0);
+  // Layer 3 of 4 is in the last eighth: both of its ffn_down get more bits.
+  EXPECT_EQ(q4km[3], DType::Q6_K);
+  EXPECT_EQ(q4km[4], DType::Q6_K);
+  const auto q6k = choose_types(t, eight, QuantScheme::Q6_K);
+  EXPECT_EQ(q6k[0], DType::Q8_0);
+  EXPECT_EQ(q6k[1], DType::Q6_K);
+  const ModelFacts sixteen{4, 2, 16};
+  EXPECT_EQ(choose_types(t, sixteen, QuantScheme::Q4_K_M)[0], DType::Q4_K);
 }
 
 TEST(TypeChoice, RulesOfTheMixtures) {

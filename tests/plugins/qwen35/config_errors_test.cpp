@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 
 class ConfigErrors : public ::testing::Test {
  protected:
+  virtual const char* model() const { return "tiny-tied-f32"; }
   void SetUp() override {
-    const fs::path source = testing::source_dir() / "tests/data/models/tiny-tied-f32";
+    const fs::path source = testing::source_dir() / "tests/data/models" / model();
     folder_ = fs::temp_directory_path() / ("hostlm-config-" + std::to_string(::getpid()));
     fs::remove_all(folder_);
     fs::create_directories(folder_);
@@ -41,7 +42,9 @@ class ConfigErrors : public ::testing::Test {
     }
     try {
       PluginRegistry registry;
-      LoadedModel loaded(registry, folder_, {});
+      ModelLoadOptions cpu;
+      cpu.backend = "cpu";  // where every model here runs, GPU or not
+      LoadedModel loaded(registry, folder_, cpu);
       return "";
     } catch (const Error& e) {
       return e.what();
@@ -106,6 +109,34 @@ TEST_F(ConfigErrors, OutOfRangeValuesAreRefused) {
   // Converted to float: past its range the conversion was undefined.
   expect_error(with("rms_norm_eps", 1e300), "'rms_norm_eps' must lie in (0, 1)");
   expect_error(with("rms_norm_eps", -1e-6), "'rms_norm_eps' must lie in (0, 1)");
+}
+
+// The mixture-of-experts keys of a Qwen3_5Moe config.json.
+class MoeConfigErrors : public ConfigErrors {
+ protected:
+  const char* model() const override { return "tiny-moe-f32"; }
+  nlohmann::json with(const char* key, nlohmann::json value) const {
+    nlohmann::json c = config_;
+    c[key] = std::move(value);
+    return c;
+  }
+};
+
+TEST_F(MoeConfigErrors, TheUnchangedCopyLoads) { EXPECT_EQ(load_error(config_), ""); }
+
+TEST_F(MoeConfigErrors, ExpertKeysAreCheckedByName) {
+  expect_error(with("num_experts_per_tok", 9),
+               "experts used per token 9 is beyond the supported 8");
+  expect_error(with("num_experts_per_tok", 0), "experts used per token must be positive");
+  expect_error(with("num_experts", int64_t{1} << 20), "expert count 1048576 is beyond");
+  expect_error(with("moe_intermediate_size", "wide"), "'moe_intermediate_size' must be an integer");
+  expect_error(with("shared_expert_intermediate_size", -1), "shared expert feed-forward size -1");
+  nlohmann::json c = config_;
+  c.erase("num_experts_per_tok");
+  expect_error(c, "missing key 'num_experts_per_tok'");
+  // More experts than the checkpoint holds: the first missing tensor is named.
+  const std::string error = load_error(with("num_experts", 16));
+  EXPECT_NE(error.find("mlp.experts.8.gate_proj.weight' is missing"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 
@@ -112,6 +113,31 @@ TEST_P(Qwen35Reference, PrefillChunkedAndTokenByTokenAgree) {
   }
   EXPECT_LT(worst_steps / scale, 1e-5);
   EXPECT_LT(worst_chunked / scale, 1e-5);
+}
+
+// The same experts stored in transformers' fused form (mlp.experts.gate_up_proj and
+// mlp.experts.down_proj, written by fuse_moe_experts.py) give the same logits, bit for bit.
+TEST(Qwen35Moe, FusedExpertTensorsEqualPerExpertTensors) {
+  const ReferenceModel ref = load_reference("tiny-moe-f32");
+  const auto fused =
+      std::filesystem::temp_directory_path() / ("hostlm-moe-fused-" + std::to_string(::getpid()));
+  const std::string cmd =
+      "python3 '" + (testing::source_dir() / "tests/plugins/qwen35/fuse_moe_experts.py").string() +
+      "' '" + ref.folder.string() + "' '" + fused.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  PluginRegistry registry;
+  const auto& tokens = ref.sequences.back().tokens;
+  std::vector<float> separate, together;
+  {
+    LoadedModel loaded(registry, ref.folder, options_for(ref));
+    separate = all_logits(loaded.model(), tokens);
+  }
+  {
+    LoadedModel loaded(registry, fused, options_for(ref));
+    together = all_logits(loaded.model(), tokens);
+  }
+  std::filesystem::remove_all(fused);
+  EXPECT_EQ(separate, together);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, Qwen35Reference, ::testing::ValuesIn(kModels),

@@ -16,9 +16,10 @@ filler tokens to the real 248320 rows, so that llama.cpp loads the file too.
 
 --header-only writes the metadata and tensor table and leaves the data a hole of the right
 size (a sparse file: nothing is drawn or stored), for tools that read only the table, such
-as `llama-quantize --dry-run`. The mixture-of-experts sizes take F16 or BF16 only.
+as `llama-quantize --dry-run`. --layers N keeps a size's shapes with N layers instead (for
+a file that fits a small machine's page cache; every fourth layer is still attention).
 
---type F16 (the default), BF16, Q8_0 or Q4_K_M: the storage of the matrices. F16 and BF16
+--type F16 (the default), F32, BF16, Q8_0 or Q4_K_M: the storage of the matrices. The float types
 hold normal values of std 1/sqrt(columns) (0.02 for the embeddings and for test256). The
 quantized types are written directly, without an F16 file in between: random quants under
 small f16 block scales chosen so that the dequantized values have about that std, zero
@@ -35,7 +36,11 @@ llama.cpp's rules without an importance matrix), ported in `choose_types` below:
   together in llama.cpp's order: by layer, then by name) and ffn_down get Q6_K where
   use_more_bits(i, n) holds: the first and last eighth of the layers and every third in
   between; a type whose block does not divide the row falls back (Q4_K -> Q5_0,
-  Q6_K -> Q8_0), which no released shape needs.
+  Q6_K -> Q8_0), which no released shape needs;
+- mixture of experts: the router and the shared expert's gate stay F32, the stacked experts
+  are matrices like the others, ffn_down's layer is the one in its name (each layer has the
+  experts' and the shared expert's), and with exactly 8 experts attn_k and attn_v are Q8_0
+  and attn_output is Q5_K under Q4_K_M.
 tests/cli/test_shape_gguf.py checks the choice against `hostlm quantize` on test256.
 
 Tensors are written one at a time, the next one drawn (on every core) while one is written,
@@ -88,8 +93,9 @@ INTERVAL = 4
 
 Q = gguf.GGMLQuantizationType
 # --type: the base type of the matrices and llama.cpp's general.file_type id.
-FILE_TYPES = {"F16": (Q.F16, 1), "BF16": (Q.BF16, 32), "Q8_0": (Q.Q8_0, 7), "Q4_K_M": (Q.Q4_K, 15)}
-FALLBACK = {Q.Q4_K: Q.Q5_0, Q.Q6_K: Q.Q8_0}
+FILE_TYPES = {"F32": (Q.F32, 0), "F16": (Q.F16, 1), "BF16": (Q.BF16, 32), "Q8_0": (Q.Q8_0, 7),
+              "Q4_K_M": (Q.Q4_K, 15)}
+FALLBACK = {Q.Q4_K: Q.Q5_0, Q.Q5_K: Q.Q5_1, Q.Q6_K: Q.Q8_0}
 
 
 def block_size(t):
@@ -116,7 +122,7 @@ def re_encoded(name, shape):
             and name not in ("position_embd.weight", "token_types.weight"))
 
 
-def choose_types(tensors, n_layer, scheme):
+def choose_types(tensors, n_layer, scheme, n_expert=0):
     """Type of every (name, numpy shape) in `tensors` under `scheme` (a FILE_TYPES key), as
     host/src/quantize/type_choice.cpp chooses it; tensors that are not re-encoded get None
     (they keep their own type, F32 here)."""
@@ -141,9 +147,16 @@ def choose_types(tensors, n_layer, scheme):
             elif is_value(name):
                 if scheme == "Q4_K_M" and use_more_bits(i_value, n_value):
                     t = Q.Q6_K
+                if n_expert == 8:
+                    t = Q.Q8_0
                 i_value += 1
+            elif "attn_k.weight" in name and n_expert == 8:
+                t = Q.Q8_0
+            elif "attn_output.weight" in name and n_expert == 8 and scheme == "Q4_K_M":
+                t = Q.Q5_K
             elif "ffn_down" in name:
-                if scheme == "Q4_K_M" and use_more_bits(i_ffn_down, n_layer):
+                layer = layer_of(name) if n_expert > 1 else i_ffn_down
+                if scheme == "Q4_K_M" and use_more_bits(layer, n_layer):
                     t = Q.Q6_K
                 i_ffn_down += 1
             if ncols % block_size(t):
@@ -332,7 +345,7 @@ def float_matrix(seed, index, rows, cols, std, dtype, pool):
     parallel, each from a generator of its own (seeded by the file's seed, the tensor's index
     and the chunk's), so a 27B BF16 file is not bound to one core; F16 and BF16 files of one
     seed hold the same draws, BF16 rounded from them."""
-    out = np.empty((rows, cols), dtype=np.float16 if dtype == Q.F16 else np.uint16)
+    out = np.empty((rows, cols), dtype={Q.F32: np.float32, Q.F16: np.float16}.get(dtype, np.uint16))
     step = max(1, (1 << 22) // cols)
 
     def fill(chunk):
@@ -340,8 +353,8 @@ def float_matrix(seed, index, rows, cols, std, dtype, pool):
         gen = np.random.Generator(np.random.SFC64(np.random.SeedSequence([seed, index, chunk])))
         x = gen.standard_normal((min(step, rows - r0), cols), dtype=np.float32)
         x *= std
-        if dtype == Q.F16:
-            out[r0:r0 + len(x)] = x.astype(np.float16)
+        if dtype in (Q.F32, Q.F16):
+            out[r0:r0 + len(x)] = x.astype(out.dtype)
         else:  # round to nearest even; the values are finite
             u = x.view(np.uint32)
             out[r0:r0 + len(x)] = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -361,11 +374,12 @@ def main() -> int:
                     help="tokenizer.json whose vocabulary the file carries (default: the tiny one)")
     ap.add_argument("--header-only", action="store_true",
                     help="write the metadata and tensor table; the data stays a hole (sparse file)")
+    ap.add_argument("--layers", type=int, help="the size's shapes with this many layers")
     args = ap.parse_args()
-    s = SIZES[args.size]
+    s = dict(SIZES[args.size])
+    if args.layers:
+        s["layers"] = args.layers
     moe = "experts" in s
-    if moe and args.type not in ("F16", "BF16"):
-        sys.exit(f"{args.size}: the mixture-of-experts sizes are written as F16 or BF16 only")
     H, L = s["hidden"], s["layers"]
     v_heads, ROT_DIMS, K_HEADS, DK, VOCAB = s["v_heads"], s["rot_dims"], s["k_heads"], s["dk"], s["vocab"]
     rng = np.random.default_rng(args.seed)
@@ -376,12 +390,13 @@ def main() -> int:
     started = time.monotonic()
 
     plan = tensor_plan(s, rng)
-    types = choose_types([(name, shape) for name, shape, _ in plan], L, args.type)
+    types = choose_types([(name, shape) for name, shape, _ in plan], L, args.type,
+                         s.get("experts", 0))
 
     w = gguf.GGUFWriter(str(args.out), "qwen35moe" if moe else "qwen35")
     w.add_name(f"qwen35-{args.size}-shape-random")
     w.add_file_type(FILE_TYPES[args.type][1])
-    if args.type != "F16":  # as `hostlm quantize` writes (the F16 file stays as it was)
+    if args.type not in ("F32", "F16"):  # as `hostlm quantize` writes (float files stay as they were)
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     w.add_context_length(262144)
     w.add_embedding_length(H)
@@ -418,15 +433,16 @@ def main() -> int:
 
     # Every tensor's info first (the header needs them), then the data one tensor at a time.
     for (name, shape, _), t in zip(plan, types):
-        if t is None:
+        if t is None or t == Q.F32:
             w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * int(np.prod(shape)))
         elif t in (Q.F16, Q.BF16):
             w.add_tensor_info(name, shape, np.dtype(np.float16), 2 * int(np.prod(shape)), raw_dtype=t)
-        else:
-            rows, cols = shape
+        else:  # stacked experts: [E, rows, cols]
+            *outer, cols = shape
+            rows = int(np.prod(outer))
             bs, ts = gguf.GGML_QUANT_SIZES[t]
-            w.add_tensor_info(name, (rows, cols // bs * ts), np.dtype(np.uint8), rows * cols // bs * ts,
-                              raw_dtype=t)
+            w.add_tensor_info(name, (*outer, cols // bs * ts), np.dtype(np.uint8),
+                              rows * cols // bs * ts, raw_dtype=t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -450,10 +466,11 @@ def main() -> int:
         (name, shape, spec), t = plan[index], types[index]
         if t is None:
             return spec()
-        if t in (Q.F16, Q.BF16):  # stacked experts are drawn as one tall matrix
+        if t in (Q.F32, Q.F16, Q.BF16):  # stacked experts are drawn as one tall matrix
             rows = int(np.prod(shape[:-1]))
             return float_matrix(args.seed, index, rows, shape[-1], spec, t, pool).reshape(shape)
-        return quantized_matrix(t, *shape, spec, bulk, gen)
+        rows = int(np.prod(shape[:-1]))
+        return quantized_matrix(t, rows, shape[-1], spec, bulk, gen).reshape(*shape[:-1], -1)
 
     next_data = ahead.submit(draw, 0)
     for index in range(len(plan)):

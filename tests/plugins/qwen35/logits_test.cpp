@@ -176,11 +176,11 @@ namespace {
 // for one sequence (max_sequences 1), so that the batch's three rows are projected in pieces.
 TEST(Qwen35Batch, MixedBatchEqualsSeparateEvaluation) {
   for (int64_t max_sequences : {0, 1})
-    for (const char* name : {"tiny-tied-f32", "tiny-untied-bf16"}) {
+    for (const char* name : {"tiny-tied-f32", "tiny-untied-bf16", "tiny-moe-f32"}) {
       SCOPED_TRACE("max_sequences " + std::to_string(max_sequences));
       const auto ref = testing::load_reference(name);
       PluginRegistry registry;
-      ModelLoadOptions options;
+      ModelLoadOptions options = options_for(ref);
       options.max_sequences = max_sequences;
       LoadedModel loaded(registry, ref.folder, options);
       Model& model = loaded.model();

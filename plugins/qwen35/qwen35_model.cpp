@@ -39,9 +39,10 @@ class Qwen35Model final : public Model {
     const int64_t H = c.hidden;
     info_.architecture = c.gguf_architecture();
     if (c.moe() && backend_.name() != "cpu")
-      throw Error(weights_.where() + ": a mixture-of-experts model (qwen35moe) runs on the CPU " +
-                  "backend only for now; the " + backend_.name() +
-                  " backend has no expert routing yet (load it with --backend cpu)");
+      throw BackendUnsupported(weights_.where() +
+                               ": a mixture-of-experts model (qwen35moe) runs on the CPU backend "
+                               "only for now; the " +
+                               backend_.name() + " backend has no expert routing yet");
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;

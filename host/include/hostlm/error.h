@@ -14,4 +14,13 @@ class Error : public std::runtime_error {
   ~Error() override;
 };
 
+// A model that cannot run on the backend it was given (a plugin's layers without kernels
+// there). Loading with the backend "auto" then falls back to the CPU; an explicit choice
+// reports it.
+class BackendUnsupported : public Error {
+ public:
+  using Error::Error;
+  ~BackendUnsupported() override;
+};
+
 }  // namespace hostlm

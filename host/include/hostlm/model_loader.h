@@ -28,8 +28,10 @@ class OpenedModelFiles {
 };
 
 struct ModelLoadOptions {
-  std::string backend = "auto";  // "auto", "cpu", "cuda"
-  int threads = 0;               // 0: one per core
+  // "auto" (a GPU when present, else the CPU; also the CPU for a model whose plugin reports
+  // BackendUnsupported on the GPU backend, with a note on stderr), "cpu", "cuda".
+  std::string backend = "auto";
+  int threads = 0;  // 0: one per core
   // Tokens per forward call (prompts are prefilled in chunks of it); 0: 2048 on a GPU backend,
   // where a longer chunk expands each quantized weight tile for more tokens and runs the
   // GEMMs faster (9B Q4_K_M on an H200, 512-token prompts, aggregate t/s at 32 / 64 streams:

@@ -3,5 +3,6 @@
 namespace hostlm {
 
 Error::~Error() = default;
+BackendUnsupported::~BackendUnsupported() = default;
 
 }  // namespace hostlm

@@ -64,7 +64,20 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
     load.host_backend = host_backend_.get();
     load.gpu_layers = options.gpu_layers;
   }
-  model_ = plugin.load(files_.files(), *backend_, load);
+  try {
+    model_ = plugin.load(files_.files(), *backend_, load);
+  } catch (const BackendUnsupported& e) {
+    // "auto" means the best backend that can run the model: here the CPU.
+    if (options.backend != "auto" || backend_->name() == "cpu") throw;
+    std::fprintf(stderr, "hostlm: %s; running it on the CPU\n", e.what());
+    host_backend_.reset();
+    backend_ = create_backend("cpu");
+    backend_->set_threads(options.threads);
+    load = LoadOptions{};
+    load.max_batch = options.max_batch > 0 ? options.max_batch : 256;
+    load.max_sequences = std::max<int64_t>(0, options.max_sequences);
+    model_ = plugin.load(files_.files(), *backend_, load);
+  }
   const ModelInfo& info = model_->info();
   if (info.host_layers == 0) {
     host_backend_.reset();

@@ -140,6 +140,22 @@ TEST(Qwen35Moe, FusedExpertTensorsEqualPerExpertTensors) {
   EXPECT_EQ(separate, together);
 }
 
+// With backend "auto" the MoE model always lands on the CPU (on a GPU machine the CUDA
+// backend refuses it and the loader falls back); asking for CUDA is an error either way (no
+// GPU here, or no expert routing there).
+TEST(Qwen35Moe, AutoBackendRunsItOnTheCpu) {
+  const ReferenceModel ref = load_reference("tiny-moe-f32");
+  PluginRegistry registry;
+  {
+    LoadedModel loaded(registry, ref.folder, {});
+    EXPECT_EQ(loaded.backend().name(), "cpu");
+    EXPECT_EQ(loaded.model().info().architecture, "qwen35moe");
+  }
+  ModelLoadOptions cuda;
+  cuda.backend = "cuda";
+  EXPECT_THROW(LoadedModel(registry, ref.folder, cuda), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, Qwen35Reference, ::testing::ValuesIn(kModels),
                          [](const auto& p) {
                            std::string n = p.param;

@@ -34,7 +34,7 @@ struct Expected {
   std::vector<DType> types;
 };
 
-std::map<std::string, Expected> load_llama_types(const std::string& file = "llama_types.txt") {
+std::map<std::string, Expected> load_llama_types(const std::string& file) {
   std::ifstream in(data_dir() / file);
   if (!in) throw std::runtime_error("cannot open tests/data/quantize/" + file);
   std::map<std::string, Expected> out;
@@ -51,36 +51,30 @@ std::map<std::string, Expected> load_llama_types(const std::string& file = "llam
   return out;
 }
 
-TEST(TypeChoice, SameAsLlamaQuantizeForQwen35Shapes) {
-  const auto expected = load_llama_types();
+// Every scheme of `file` gives every tensor llama-quantize's type.
+void expect_llama_types(const std::string& file, const ModelFacts& facts, size_t min_tensors) {
+  const auto expected = load_llama_types(file);
   ASSERT_EQ(expected.size(), 7u);
-  const ModelFacts facts{24, 4};  // 0.8B: 24 layers, 8 query heads over 2 KV heads
   for (const auto& [scheme_name, e] : expected) {
     const auto scheme = parse_quant_scheme(scheme_name);
     ASSERT_TRUE(scheme) << scheme_name;
-    ASSERT_GT(e.tensors.size(), 300u);
+    ASSERT_GT(e.tensors.size(), min_tensors);
     const std::vector<DType> got = choose_types(e.tensors, facts, *scheme);
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(dtype_name(got[i]), dtype_name(e.types[i]))
-          << scheme_name << " " << e.tensors[i].name;
+          << file << " " << scheme_name << " " << e.tensors[i].name;
   }
+}
+
+TEST(TypeChoice, SameAsLlamaQuantizeForQwen35Shapes) {
+  // 0.8B: 24 layers, 8 query heads over 2 KV heads
+  expect_llama_types("llama_types.txt", ModelFacts{24, 4}, 300);
 }
 
 // The 35B-A3B shape: 40 layers, 256 experts, 16 query heads over 2 KV heads. The expert
 // tensors are 3-D; ffn_down counts by layer although each layer has two (experts and shared).
 TEST(TypeChoice, SameAsLlamaQuantizeForTheMixtureOfExpertsShape) {
-  const auto expected = load_llama_types("llama_types_35b_a3b.txt");
-  ASSERT_EQ(expected.size(), 7u);
-  const ModelFacts facts{40, 8, 256};
-  for (const auto& [scheme_name, e] : expected) {
-    const auto scheme = parse_quant_scheme(scheme_name);
-    ASSERT_TRUE(scheme) << scheme_name;
-    ASSERT_GT(e.tensors.size(), 700u);
-    const std::vector<DType> got = choose_types(e.tensors, facts, *scheme);
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_EQ(dtype_name(got[i]), dtype_name(e.types[i]))
-          << scheme_name << " " << e.tensors[i].name;
-  }
+  expect_llama_types("llama_types_35b_a3b.txt", ModelFacts{40, 8, 256}, 700);
 }
 
 // With exactly 8 experts llama.cpp gives the key and value projections Q8_0, and the attention

@@ -26,7 +26,7 @@ Weight plain_weight(const TensorView& view) {
     throw Error("tensor '" + view.name + "' has type " + std::string(dtype_name(view.type)) +
                 ", which the CUDA backend cannot compute with (it takes f32, f16, bf16, q4_0, "
                 "q4_1, q5_0, q5_1, q8_0, q2_K to q6_K, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, "
-                "iq3_xxs, iq3_s, iq4_nl, iq4_xs, tq1_0 and tq2_0)");
+                "iq3_xxs, iq3_s, iq4_nl, iq4_xs, tq1_0, tq2_0 and mxfp4)");
   Weight w;
   w.type = view.type;
   w.cols = view.cols();

@@ -81,6 +81,10 @@ inline constexpr int kElems = 256, kBytes = 54, kQs = 0, kQh = 48, kD = 52;
 namespace tq2_0 {
 inline constexpr int kElems = 256, kBytes = 66, kQs = 0, kD = 64;
 }
+// MXFP4 (OCP microscaling): 32 FP4 (E2M1) values under one E8M0 power-of-two scale.
+namespace mxfp4 {
+inline constexpr int kElems = 32, kBytes = 17, kE = 0, kQs = 1;
+}
 
 // The 6-bit scale and min of sub-block j (0..7) of Q4_K/Q5_K, from the 12 packed bytes.
 inline void k4_scale_min(const uint8_t* s, int j, int& sc, int& mn) {
@@ -306,6 +310,28 @@ inline void decode_tq2_0(const uint8_t* b, float* y) {
         const int q = (b[tq2_0::kQs + 32 * half + j] >> (2 * k)) & 3;
         y[128 * half + 32 * k + j] = d * static_cast<float>(q - 1);
       }
+}
+
+// MXFP4: E2M1 codes as gguf reads them, doubled to integers (0, 0.5, 1, 1.5, 2, 3, 4, 6 and
+// their negatives times 2), under half of the E8M0 scale: 2^(e - 128), a subnormal float for
+// e < 2. Low nibbles are values 0-15, high nibbles 16-31. Every product is exact.
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline void decode_mxfp4(const uint8_t* b, float* y) {
+  const float d = e8m0_half(b[mxfp4::kE]);
+  const uint8_t* qs = b + mxfp4::kQs;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kMxfp4Values[qs[j] & 15]);
+    y[j + 16] = d * static_cast<float>(kMxfp4Values[qs[j] >> 4]);
+  }
 }
 
 }  // namespace hostlm::cpu::quants

@@ -58,6 +58,7 @@ constexpr Entry kEntries[] = {
     entry<decode_iq4_xs, iq4_xs::kElems, iq4_xs::kBytes>(DType::IQ4_XS),
     entry<decode_tq1_0, tq1_0::kElems, tq1_0::kBytes>(DType::TQ1_0),
     entry<decode_tq2_0, tq2_0::kElems, tq2_0::kBytes>(DType::TQ2_0),
+    entry<decode_mxfp4, mxfp4::kElems, mxfp4::kBytes>(DType::MXFP4),
     entry<decode_iq2_xxs, iq2_xxs::kElems, iq2_xxs::kBytes>(DType::IQ2_XXS),
     entry<decode_iq2_xs, iq2_xs::kElems, iq2_xs::kBytes>(DType::IQ2_XS),
     entry<decode_iq2_s, iq2_s::kElems, iq2_s::kBytes>(DType::IQ2_S),

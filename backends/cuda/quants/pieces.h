@@ -66,30 +66,44 @@ struct Piece {
 HQ_HD uint32_t low_nibbles(uint32_t w) { return w & 0x0f0f0f0fu; }
 HQ_HD uint32_t high_nibbles(uint32_t w) { return (w >> 4) & 0x0f0f0f0fu; }
 
-// The IQ4 codebook (cpu/quants/blocks.h kIq4Values) as four little-endian words.
-constexpr uint32_t pack4(int a, int b, int c, int d) {
+// A 16-entry table of signed bytes as four little-endian words: the IQ4 codebook
+// (cpu/quants/blocks.h kIq4Values) and MXFP4's doubled E2M1 values (kMxfp4Values).
+HQ_HD constexpr uint32_t pack4(int a, int b, int c, int d) {
   return static_cast<uint32_t>(static_cast<uint8_t>(a)) |
          static_cast<uint32_t>(static_cast<uint8_t>(b)) << 8 |
          static_cast<uint32_t>(static_cast<uint8_t>(c)) << 16 |
          static_cast<uint32_t>(static_cast<uint8_t>(d)) << 24;
 }
-constexpr uint32_t kIq4Table[4] = {pack4(-127, -104, -83, -65), pack4(-49, -35, -22, -10),
-                                   pack4(1, 13, 25, 38), pack4(53, 69, 89, 113)};
+struct Table16 {
+  uint32_t w0, w1, w2, w3;
+};
+// Functions, not variables: a table variable copied in device code would need a device copy.
+HQ_HD Table16 iq4_table() {
+  return {pack4(-127, -104, -83, -65), pack4(-49, -35, -22, -10), pack4(1, 13, 25, 38),
+          pack4(53, 69, 89, 113)};
+}
+HQ_HD Table16 mxfp4_table() {
+  return {pack4(0, 1, 2, 3), pack4(4, 6, 8, 12), pack4(0, -1, -2, -3), pack4(-4, -6, -8, -12)};
+}
 
-// Codebook values of the four 4-bit indices in the low 16 bits of `s` (index k in nibble k):
-// one byte permute per half of the table, a third picks the half by bit 3 of each index.
-HQ_HD uint32_t iq4_lookup4(uint32_t s) {
-  const uint32_t low = byte_perm(kIq4Table[0], kIq4Table[1], s & 0x7777u);
-  const uint32_t high = byte_perm(kIq4Table[2], kIq4Table[3], s & 0x7777u);
+// Table values of the four 4-bit indices in the low 16 bits of `s` (index k in nibble k):
+// one byte permute per half of the table, a third picks the half by bit 3 of each index. The
+// table comes by value, so device code needs no copy of it in memory.
+HQ_HD uint32_t lookup4(uint32_t s, Table16 t) {
+  const uint32_t low = byte_perm(t.w0, t.w1, s & 0x7777u);
+  const uint32_t high = byte_perm(t.w2, t.w3, s & 0x7777u);
   return byte_perm(low, high, 0x3210u | ((s & 0x8888u) >> 1));
 }
 
-// IQ4 bytes of word w: `lo` gets the values of its low nibbles, `hi` of its high nibbles.
-HQ_HD void iq4_decode(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  const uint32_t r1 = iq4_lookup4(w & 0xffffu);  // lo0 hi0 lo1 hi1
-  const uint32_t r2 = iq4_lookup4(w >> 16);      // lo2 hi2 lo3 hi3
+// Table bytes of word w: `lo` gets the values of its low nibbles, `hi` of its high nibbles.
+HQ_HD void table_decode(uint32_t w, Table16 t, uint32_t& lo, uint32_t& hi) {
+  const uint32_t r1 = lookup4(w & 0xffffu, t);  // lo0 hi0 lo1 hi1
+  const uint32_t r2 = lookup4(w >> 16, t);      // lo2 hi2 lo3 hi3
   lo = byte_perm(r1, r2, 0x6420u);
   hi = byte_perm(r1, r2, 0x7531u);
+}
+HQ_HD void iq4_decode(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  table_decode(w, iq4_table(), lo, hi);
 }
 
 // Types with 32-element blocks and one 16-byte nibble array (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL):
@@ -183,6 +197,19 @@ struct IQ4_NL : Nibble32<DType::IQ4_NL, 0, false> {
     const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
     HQ_UNROLL for (int i = 0; i < 4; ++i) iq4_decode(v.w[i], p.q[i], p.q[4 + i]);
     set_ranges(p, half_to_float(load2(w.region[1] + n * 2)), 0.f);
+    return p;
+  }
+};
+
+// MXFP4: one piece per block, the E2M1 codes looked up as doubled integers, a = 2^(e - 128)
+// (the E8M0 byte read as gguf reads it, cpu/quants/blocks.h e8m0_half).
+struct MXFP4 : Nibble32<DType::MXFP4, 0, false> {
+  template <bool kStream = true>
+  static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {
+    P p;
+    const Words4 v = load_main16<kStream>(w.region[0] + n * 16);
+    HQ_UNROLL for (int i = 0; i < 4; ++i) table_decode(v.w[i], mxfp4_table(), p.q[i], p.q[4 + i]);
+    set_ranges(p, e8m0_half_to_float(w.region[1][n]), 0.f);
     return p;
   }
 };

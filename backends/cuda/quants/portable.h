@@ -154,6 +154,18 @@ HQ_HD uint32_t vadd4(uint32_t a, uint32_t b) {
 #endif
 }
 
+// An E8M0 byte as gguf reads it (ggml_e8m0_to_fp32_half): 2^(e - 128), a subnormal for e < 2.
+HQ_HD float e8m0_half_to_float(uint32_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
 // 1 if `v` has an odd number of set bits, else 0.
 HQ_HD uint32_t parity(uint32_t v) {
 #ifdef __CUDA_ARCH__

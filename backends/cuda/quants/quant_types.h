@@ -23,6 +23,7 @@ bool with_quant_type(DType type, F&& f) {
     HQ_QUANT_TYPE(Q5_1)
     HQ_QUANT_TYPE(Q8_0)
     HQ_QUANT_TYPE(IQ4_NL)
+    HQ_QUANT_TYPE(MXFP4)
     HQ_QUANT_TYPE(Q2_K)
     HQ_QUANT_TYPE(Q3_K)
     HQ_QUANT_TYPE(Q4_K)

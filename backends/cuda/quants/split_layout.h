@@ -48,6 +48,8 @@ constexpr SplitLayout split_layout(DType type) {
       return {32, 34, 2, {{2, 32}, {0, 2}}};
     case DType::IQ4_NL:  // d | qs[16]
       return {32, 18, 2, {{2, 16}, {0, 2}}};
+    case DType::MXFP4:  // e (E8M0) | qs[16]
+      return {32, 17, 2, {{1, 16}, {0, 1}}};
     case DType::Q2_K:  // scales[16] | qs[64] | d dmin
       return {256, 84, 3, {{16, 64}, {0, 16}, {80, 4}}};
     case DType::Q3_K:  // hmask[32] | qs[64] | scales[12] | d

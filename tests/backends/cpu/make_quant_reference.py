@@ -49,7 +49,16 @@ LAYOUT = {
     T.IQ1_S: ([0], [(2, 32), (34, 16)]),
     # IQ1_M's f16 scale is spread over the top nibbles of its four scale words (bytes 48-55).
     T.IQ1_M: ([], [(0, 32), (32, 16), (48, 8)]),
+    # MXFP4's scale is one E8M0 byte (a power of two, 2^(e - 128) as gguf reads it): any
+    # byte is finite, so it is a plain field here, with its edges added in make_blocks.
+    T.MXFP4: ([], [(0, 1), (1, 16)]),
 }
+# E8M0 bytes at the edges: the two that gguf reads as subnormal floats, 1.0's neighbours and
+# large ones. Random bytes are capped at 200 (values up to 12 * 2^72): above about 252 the
+# largest codes overflow float, and the tests' float dot products over thousands of such
+# values overflow well before; no real file comes near (e is about 127 for unit weights).
+MAX_E8M0 = 200
+EDGE_E8M0 = [0, 1, 2, 127, 128, 129, 198, 199, MAX_E8M0]
 SWEEP_ROWS = 16
 
 # f16 bit patterns at the edges of the format.
@@ -127,7 +136,13 @@ def make_blocks(qtype: T, rng: np.random.Generator) -> np.ndarray:
     for off in fields:
         set_f16(sweep, off, np.where(np.arange(SWEEP_ROWS + 2) % 2 == 0, 0x3C00, 0x0123))
     parts.append(sweep)
+    if qtype == T.MXFP4:
+        edge = rng.integers(0, 256, (len(EDGE_E8M0), block_bytes), dtype=np.uint8)
+        edge[:, 0] = EDGE_E8M0
+        parts.append(edge)
     blocks = np.concatenate(parts, axis=0)
+    if qtype == T.MXFP4:
+        blocks[:, 0] = np.minimum(blocks[:, 0], MAX_E8M0)
     if qtype == T.IQ1_M:
         iq1_m_finite_scales(blocks)
     return blocks

@@ -59,6 +59,7 @@ const TypeCase kQuantTypes[] = {
     {DType::IQ3_S, "iq3_s", false},
     {DType::IQ1_S, "iq1_s", false},
     {DType::IQ1_M, "iq1_m", false},
+    {DType::MXFP4, "mxfp4", false},
 };
 
 std::filesystem::path data_dir() {
@@ -275,7 +276,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, QuantTypes, ::testing::ValuesIn(kQuantTypes),
                            return std::string(p.param.file);
                          });
 
-// Types without integer kernels (the ternary ones) go through the backend's float path: the
+// Types without integer kernels (the ternary, codebook and MXFP4 ones) go through the backend's
+// float path: the
 // stored row read directly for one token, expanded once and reused for several.
 TEST(FloatPathTypes, BackendMatmulMatchesDequantizedProduct) {
   for (const TypeCase tc : kQuantTypes) {
@@ -285,8 +287,9 @@ TEST(FloatPathTypes, BackendMatmulMatchesDequantizedProduct) {
     const size_t bb = ref.traits.block_bytes;
     const size_t row_bytes = static_cast<size_t>(cols / ref.traits.block_size) * bb;
     std::vector<uint8_t> w(rows * row_bytes);
-    for (size_t b = 0; b < w.size() / bb; ++b)
+    for (size_t b = 0; b < w.size() / bb; ++b) {
       std::memcpy(w.data() + b * bb, ref.blocks.data() + ((b * 5) % ref.n_blocks()) * bb, bb);
+    }
     TensorView view;
     view.name = "blk.0.ffn_up.weight";
     view.type = tc.type;
@@ -331,7 +334,7 @@ TEST(PlainTypes, ConvertBitIdenticalToGguf) {
 TEST(LoadWeight, RefusesUnsupportedTypesNamingTensorAndType) {
   auto backend = make_cpu_backend();
   std::vector<uint8_t> data(66 * 2);
-  for (DType type : {DType::MXFP4, DType::Q8_1, DType::I32}) {
+  for (DType type : {DType::Q8_1, DType::Q8_K, DType::I32}) {
     TensorView view;
     view.name = "blk.3.attn_qkv.weight";
     view.type = type;

@@ -652,13 +652,13 @@ std::string load_error(Backend& b, const TensorView& v) {
 }
 
 TEST_F(CudaQuant, LoadErrorsNameTheTensorAndTheProblem) {
-  std::vector<uint8_t> bytes(4 * 66 * 4);
-  // A type without a CUDA kernel (MXFP4, which no backend computes yet): named, with the tensor.
-  TensorView mxfp4 = view_of("blk.3.ffn_up.weight", DType::MXFP4, 4, 256, bytes);
-  mxfp4.nbytes = 4 * 8 * 17;
-  std::string msg = load_error(*gpu_, mxfp4);
+  std::vector<uint8_t> bytes(4 * 8 * 36);
+  // A type no backend computes with (Q8_1, an intermediate of llama.cpp's kernels that no model
+  // file holds): named, with the tensor.
+  TensorView q8_1 = view_of("blk.3.ffn_up.weight", DType::Q8_1, 4, 256, bytes);
+  std::string msg = load_error(*gpu_, q8_1);
   EXPECT_NE(msg.find("blk.3.ffn_up.weight"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("mxfp4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("q8_1"), std::string::npos) << msg;
   // Rows that are not whole blocks.
   TensorView ragged = view_of("blk.0.attn_q.weight", DType::Q4_K, 2, 96, bytes);
   msg = load_error(*gpu_, ragged);

@@ -30,6 +30,12 @@ struct QuantCase {
   void (*place_f16)(uint8_t* block, uint16_t h) = nullptr;
 };
 
+// MXFP4's scale is an E8M0 byte: the power of two at or below |f16 value|.
+inline void place_mxfp4_scale(uint8_t* block, uint16_t h) {
+  const int exponent = std::ilogb(std::abs(f16_to_f32(h)));
+  block[0] = static_cast<uint8_t>(128 + exponent);  // 2^(e - 128) as gguf reads it
+}
+
 // IQ1_M keeps its f16 scale in the top nibbles of its four 16-bit scale words.
 inline void place_iq1_m_scale(uint8_t* block, uint16_t h) {
   for (int i = 0; i < 4; ++i) {
@@ -65,6 +71,7 @@ inline const std::vector<QuantCase>& quant_cases() {
       {DType::IQ1_M, "iq1_m", {}, q::decode_iq1_m, place_iq1_m_scale},
       {DType::TQ1_0, "tq1_0", {52}, q::decode_tq1_0},
       {DType::TQ2_0, "tq2_0", {64}, q::decode_tq2_0},
+      {DType::MXFP4, "mxfp4", {}, q::decode_mxfp4, place_mxfp4_scale},
   };
   return cases;
 }

@@ -27,6 +27,7 @@ SCALE = {
     "IQ1_M": (None, 1.125 * 15),  # spread over the scale words' top nibbles
     "TQ1_0": (52, 1),
     "TQ2_0": (64, 2),  # the unused code 3 reads as 2
+    "MXFP4": ("e8m0", 12),  # a power-of-two scale byte at offset 0
 }
 
 
@@ -40,7 +41,9 @@ def main() -> int:
     offset, largest = SCALE[name]
     d = (0.05 / largest * rng.uniform(0.5, 1.0, n_blocks)).astype(np.float16)
     d_bits = d.view(np.uint16)
-    if offset is not None:
+    if offset == "e8m0":  # 2^(e - 128) at or below d
+        blocks[:, 0] = (128 + np.floor(np.log2(d.astype(np.float32)))).astype(np.uint8)
+    elif offset is not None:
         blocks[:, offset : offset + 2] = d_bits.astype("<u2").view(np.uint8).reshape(-1, 2)
     else:
         words = blocks[:, 48:56].copy().view("<u2")

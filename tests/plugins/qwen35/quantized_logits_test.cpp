@@ -207,9 +207,9 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   return out;
 }
 
-// The codebook (IQ1/IQ2/IQ3) and ternary types compute on the CPU's float path: a model whose
-// ffn_up holds random blocks of the type (small scales, make_iq_blocks.py) gives the logits of
-// the same model with that matrix stored as float32 values that gguf.quants.dequantize made of
+// The codebook (IQ1/IQ2/IQ3), ternary and MXFP4 types compute on the CPU's float path: a model
+// whose ffn_up holds random blocks of the type (small scales, make_iq_blocks.py) gives the logits
+// of the same model with that matrix stored as float32 values that gguf.quants.dequantize made of
 // those blocks, up to the float summation order.
 TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
   const auto model = dir_ / "test256.gguf";
@@ -220,14 +220,15 @@ TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
   const int64_t n = up->ne[0] * up->ne[1];
   PluginRegistry registry;
   const std::vector<int32_t> tokens = test_tokens(256);
-  for (const DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS,
-                           DType::IQ3_S, DType::IQ1_S, DType::IQ1_M, DType::TQ1_0, DType::TQ2_0}) {
+  for (const DType type :
+       {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
+        DType::IQ1_M, DType::TQ1_0, DType::TQ2_0, DType::MXFP4}) {
     std::string name(dtype_name(type));
     std::transform(name.begin(), name.end(), name.begin(), ::toupper);
     const auto prefix = dir_ / name;
     const std::string blocks_cmd =
         "python3 '" + (testing::source_dir() / "tests/plugins/qwen35/make_iq_blocks.py").string() +
-        "' " + name + " " + std::to_string(n / 256) + " '" + prefix.string() + "'";
+        "' " + name + " " + std::to_string(n / dtype_traits(type).block_size) + " '" + prefix.string() + "'";
     ASSERT_EQ(std::system(blocks_cmd.c_str()), 0) << blocks_cmd;
     const std::vector<uint8_t> blocks = read_file_bytes(prefix.string() + ".blocks");
     const std::vector<uint8_t> values = read_file_bytes(prefix.string() + ".f32");
@@ -248,8 +249,8 @@ TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
   }
 }
 
-// A file holding a type hostlm cannot compute with (MXFP4) is refused when it loads, with an
-// error naming the tensor and the type.
+// A file holding a type hostlm cannot compute with (Q8_1, which no model file holds) is refused
+// when it loads, with an error naming the tensor and the type.
 TEST_F(QuantizedLogits, UnsupportedTypesRefusedNamingTensorAndType) {
   const auto model = dir_ / "test256.gguf";
   ASSERT_TRUE(make_test256(model));
@@ -257,17 +258,17 @@ TEST_F(QuantizedLogits, UnsupportedTypesRefusedNamingTensorAndType) {
   PluginRegistry registry;
   const GgufTensorInfo* up = src->find_tensor("blk.1.ffn_up.weight");
   ASSERT_NE(up, nullptr);
-  std::vector<uint8_t> junk(*dtype_bytes(DType::MXFP4, up->ne[0] * up->ne[1]), 0);
-  const auto bad = with_ffn_up(*src, DType::MXFP4, junk.data(), junk.size(), dir_ / "mxfp4.gguf");
+  std::vector<uint8_t> junk(*dtype_bytes(DType::Q8_1, up->ne[0] * up->ne[1]), 0);
+  const auto bad = with_ffn_up(*src, DType::Q8_1, junk.data(), junk.size(), dir_ / "q8_1.gguf");
   try {
     ModelLoadOptions o;
     o.backend = "cpu";
     LoadedModel loaded(registry, bad, o);
-    ADD_FAILURE() << "mxfp4 was accepted";
+    ADD_FAILURE() << "q8_1 was accepted";
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("blk.1.ffn_up.weight"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("mxfp4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("q8_1"), std::string::npos) << msg;
   }
 }
 

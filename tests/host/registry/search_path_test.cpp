@@ -37,6 +37,8 @@ TEST(SearchPath, DefaultPathFindsTheQwen35ManifestOfTheBuildTree) {
   EXPECT_THAT(qwen->gguf_architectures, Contains("qwen35"));
   EXPECT_THAT(qwen->hf_architectures, Contains("Qwen3_5ForCausalLM"));
   EXPECT_THAT(qwen->hf_architectures, Contains("Qwen3_5ForConditionalGeneration"));
+  EXPECT_THAT(qwen->hf_architectures, Contains("Qwen3_5MoeForConditionalGeneration"));
+  EXPECT_THAT(qwen->gguf_architectures, Contains("qwen35moe"));
 }
 
 TEST(SearchPath, BuildTreeFoundTwiceThroughThePluginPathIsNoConflict) {

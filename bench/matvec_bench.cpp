@@ -36,10 +36,31 @@ struct TypeInfo {
 
 const std::vector<TypeInfo>& types() {
   static const std::vector<TypeInfo> t = {
-      {DType::F32, {}},      {DType::F16, {}},        {DType::BF16, {}},    {DType::Q8_0, {0}},
-      {DType::Q4_0, {0}},    {DType::Q4_1, {0, 2}},   {DType::Q5_0, {0}},   {DType::Q5_1, {0, 2}},
-      {DType::IQ4_NL, {0}},  {DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}}, {DType::Q4_K, {0, 2}},
-      {DType::Q5_K, {0, 2}}, {DType::Q6_K, {208}},    {DType::IQ4_XS, {0}},
+      {DType::F32, {}},
+      {DType::F16, {}},
+      {DType::BF16, {}},
+      {DType::Q8_0, {0}},
+      {DType::Q4_0, {0}},
+      {DType::Q4_1, {0, 2}},
+      {DType::Q5_0, {0}},
+      {DType::Q5_1, {0, 2}},
+      {DType::IQ4_NL, {0}},
+      {DType::Q2_K, {80, 82}},
+      {DType::Q3_K, {108}},
+      {DType::Q4_K, {0, 2}},
+      {DType::Q5_K, {0, 2}},
+      {DType::Q6_K, {208}},
+      {DType::IQ4_XS, {0}},
+      // The float path (no integer kernels): every block expanded, then float dot products.
+      {DType::IQ2_XXS, {0}},
+      {DType::IQ2_XS, {0}},
+      {DType::IQ2_S, {0}},
+      {DType::IQ3_XXS, {0}},
+      {DType::IQ3_S, {0}},
+      {DType::IQ1_S, {0}},
+      {DType::TQ1_0, {52}},
+      {DType::TQ2_0, {64}},
+      {DType::MXFP4, {}},
   };
   return t;
 }
@@ -71,11 +92,13 @@ void fill(const TypeInfo& info, uint8_t* data, size_t bytes, uint64_t seed) {
     std::memcpy(data + i, &z, std::min<size_t>(8, bytes - i));
   }
   std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
-  for (size_t b = 0; b + tr.block_bytes <= bytes; b += tr.block_bytes)
+  for (size_t b = 0; b + tr.block_bytes <= bytes; b += tr.block_bytes) {
+    if (info.type == DType::MXFP4) data[b] = static_cast<uint8_t>(118 + rng() % 4);  // E8M0
     for (int off : info.f16_fields) {
       const uint16_t h = hostlm::f32_to_f16(scale(rng));
       std::memcpy(data + b + off, &h, 2);
     }
+  }
 }
 
 int bench_threads() {

@@ -38,9 +38,19 @@ inline constexpr int kElems = 256, kBytes = 56, kQs = 0, kQh = 32, kScales = 48;
 }
 
 // Eight signs in seven bits: the eighth makes the count of minus signs even.
-inline uint8_t iq_signs8(uint32_t seven) {
+inline constexpr uint8_t iq_signs8(uint32_t seven) {
   return static_cast<uint8_t>(seven | ((std::popcount(seven) & 1u) << 7));
 }
+
+// iq_signs8 of every seven-bit value, for the integer kernels' lookups.
+struct IqSignTable {
+  uint8_t v[128];
+};
+inline constexpr IqSignTable kIqSigns = [] {
+  IqSignTable t{};
+  for (uint32_t i = 0; i < 128; ++i) t.v[i] = iq_signs8(i);
+  return t;
+}();
 
 inline float iq_sign(uint8_t signs, int bit) { return (signs >> bit) & 1 ? -1.f : 1.f; }
 

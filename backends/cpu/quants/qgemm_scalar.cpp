@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cpu/quants/blocks.h"
+#include "cpu/quants/iq_levels.h"
 #include "cpu/quants/qgemm.h"
 
 namespace hostlm::cpu::quants {
@@ -158,6 +159,29 @@ void dec_iq4_xs(const uint8_t* b, DecK& o) {
   }
 }
 
+void dec_mxfp4(const uint8_t* b, Dec32& o) {
+  o.d = e8m0_half(b[mxfp4::kE]);
+  o.m = 0.f;
+  for (int j = 0; j < 16; ++j) {
+    o.q[j] = kMxfp4Values[b[mxfp4::kQs + j] & 15];
+    o.q[j + 16] = kMxfp4Values[b[mxfp4::kQs + j] >> 4];
+  }
+}
+
+// The codebook and ternary types through their integer form (iq_blocks.h).
+template <class L>
+void dec_levels(const uint8_t* b, DecK& o) {
+  int8_t sc[16], q[256];
+  o.d = L::scales(b, sc);
+  o.dmin = 0.f;
+  L::quants(b, q);
+  for (int k = 0; k < 16; ++k) {
+    o.sc[k] = sc[k];
+    o.mn[k] = 0;
+  }
+  for (int i = 0; i < 256; ++i) o.q[i] = q[i];
+}
+
 template <void (*Dec)(const uint8_t*, Dec32&), int Bytes>
 void gemm32(const uint8_t* w, size_t row_bytes, int64_t n_rows, const void* act, size_t act_stride,
             int64_t n_tok, int64_t n_blocks, float* y, size_t y_stride) {
@@ -222,6 +246,15 @@ const Entry kEntries[] = {
     {DType::Q5_K, {ActKind::Q8_K, gemmk<dec_q5_k, q5_k::kBytes>, nullptr}},
     {DType::Q6_K, {ActKind::Q8_K, gemmk<dec_q6_k, q6_k::kBytes>, nullptr}},
     {DType::IQ4_XS, {ActKind::Q8_K, gemmk<dec_iq4_xs, iq4_xs::kBytes>, nullptr}},
+    {DType::MXFP4, {ActKind::Q8_0, gemm32<dec_mxfp4, mxfp4::kBytes>, nullptr}},
+    {DType::IQ2_XXS, {ActKind::Q8_K, gemmk<dec_levels<Iq2XxsLevels>, iq2_xxs::kBytes>, nullptr}},
+    {DType::IQ2_XS, {ActKind::Q8_K, gemmk<dec_levels<Iq2XsLevels>, iq2_xs::kBytes>, nullptr}},
+    {DType::IQ2_S, {ActKind::Q8_K, gemmk<dec_levels<Iq2SLevels>, iq2_s::kBytes>, nullptr}},
+    {DType::IQ3_XXS, {ActKind::Q8_K, gemmk<dec_levels<Iq3XxsLevels>, iq3_xxs::kBytes>, nullptr}},
+    {DType::IQ3_S, {ActKind::Q8_K, gemmk<dec_levels<Iq3SLevels>, iq3_s::kBytes>, nullptr}},
+    {DType::IQ1_S, {ActKind::Q8_K, gemmk<dec_levels<Iq1SLevels>, iq1_s::kBytes>, nullptr}},
+    {DType::IQ1_M, {ActKind::Q8_K, gemmk<dec_levels<Iq1MLevels>, iq1_m::kBytes>, nullptr}},
+    {DType::TQ2_0, {ActKind::Q8_K, gemmk<dec_levels<Tq2Levels>, tq2_0::kBytes>, nullptr}},
 };
 
 }  // namespace

@@ -21,7 +21,7 @@
 //
 // Headers it needs, included by the includer before its namespace opens: <immintrin.h>,
 // <algorithm>, <cstring>, <type_traits>, <utility>, <vector>, "cpu/quants/blocks.h",
-// "cpu/quants/qgemm.h".
+// "cpu/quants/iq_levels.h", "cpu/quants/qgemm.h".
 
 #ifndef HOSTLM_QGEMM_VNNI
 #error "define HOSTLM_QGEMM_VNNI before including qgemm_simd.h"
@@ -146,6 +146,16 @@ struct IQ4_NLK {
   static constexpr bool kSigned = true, kMin = false;
   static HOSTLM_INLINE Block32 load(const uint8_t* b) {
     return {_mm256_shuffle_epi8(iq4_table(), nibbles32(b + iq4_nl::kQs)), f16(b + iq4_nl::kD), 0.f};
+  }
+};
+
+struct MXFP4K {
+  static constexpr int kBytes = mxfp4::kBytes, kOffset = 0;
+  static constexpr bool kSigned = true, kMin = false;
+  static HOSTLM_INLINE Block32 load(const uint8_t* b) {
+    return {_mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(kMxfp4Values)),
+                                nibbles32(b + mxfp4::kQs)),
+            e8m0_half(b[mxfp4::kE]), 0.f};
   }
 };
 
@@ -358,6 +368,58 @@ struct IQ4_XSK {
       const __m256i lo = nibbles_lo(q), hi = nibbles_hi(q);
       f(2 * p, _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x20)));
       f(2 * p + 1, _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x31)));
+    }
+  }
+};
+
+// The codebook and ternary types (iq_blocks.h *Levels): each block's signed bytes decoded
+// into a stack buffer by the portable code, then multiplied with the vector kernels' steps.
+template <class L, int Bytes>
+struct LevelsK {
+  static constexpr int kGroup = 16;  // elements per scale
+  static constexpr int kBytes = Bytes;
+  static constexpr bool kSigned = true, kOff = false, kOffSharesScale = false;
+  static HOSTLM_INLINE HeadK head(const uint8_t* b) {
+    alignas(16) int8_t sc[16];
+    const float d = L::scales(b, sc);
+    return {d, 0.f, _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))),
+            _mm256_setzero_si256()};
+  }
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    alignas(32) int8_t q[256];
+    L::quants(b, q);
+    for (int j = 0; j < 8; ++j)
+      f(j, _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)));
+  }
+};
+
+using IQ2_XXSK = LevelsK<Iq2XxsLevels, iq2_xxs::kBytes>;
+using IQ2_XSK = LevelsK<Iq2XsLevels, iq2_xs::kBytes>;
+using IQ2_SK = LevelsK<Iq2SLevels, iq2_s::kBytes>;
+using IQ3_XXSK = LevelsK<Iq3XxsLevels, iq3_xxs::kBytes>;
+using IQ3_SK = LevelsK<Iq3SLevels, iq3_s::kBytes>;
+using IQ1_SK = LevelsK<Iq1SLevels, iq1_s::kBytes>;
+using IQ1_MK = LevelsK<Iq1MLevels, iq1_m::kBytes>;
+// TQ2_0: the two-bit layout of Q2_K's quants (chunk 4h + s is bits 2s of bytes 32h ..),
+// unsigned codes u with value d * (u - 1). Unsigned with an offset rather than signed:
+// the batch kernels' signed form (u + 128, less 128 * the activation sums) would lose the
+// small ternary sums to cancellation.
+struct TQ2_0K {
+  static constexpr int kGroup = 16;  // elements per scale
+  static constexpr int kBytes = tq2_0::kBytes;
+  static constexpr bool kSigned = false, kOff = true, kOffSharesScale = true;
+  static HOSTLM_INLINE HeadK head(const uint8_t* b) {
+    const __m256i one = _mm256_set1_epi16(1);
+    return {f16(b + tq2_0::kD), 0.f, one, one};
+  }
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i q = load256(b + tq2_0::kQs + 32 * half);
+      for (int s = 0; s < 4; ++s)
+        f(4 * half + s, _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3));
     }
   }
 };
@@ -751,6 +813,15 @@ inline const Entry kEntries[] = {
     {DType::Q5_K, {ActKind::Q8_K, gemmk<Q5_KK>, HOSTLM_PACKEDK(Q5_KK)}},
     {DType::Q6_K, {ActKind::Q8_K, gemmk<Q6_KK>, HOSTLM_PACKEDK(Q6_KK)}},
     {DType::IQ4_XS, {ActKind::Q8_K, gemmk<IQ4_XSK>, HOSTLM_PACKEDK(IQ4_XSK)}},
+    {DType::MXFP4, {ActKind::Q8_0, gemm32<MXFP4K>, HOSTLM_PACKED32(MXFP4K)}},
+    {DType::IQ2_XXS, {ActKind::Q8_K, gemmk<IQ2_XXSK>, HOSTLM_PACKEDK(IQ2_XXSK)}},
+    {DType::IQ2_XS, {ActKind::Q8_K, gemmk<IQ2_XSK>, HOSTLM_PACKEDK(IQ2_XSK)}},
+    {DType::IQ2_S, {ActKind::Q8_K, gemmk<IQ2_SK>, HOSTLM_PACKEDK(IQ2_SK)}},
+    {DType::IQ3_XXS, {ActKind::Q8_K, gemmk<IQ3_XXSK>, HOSTLM_PACKEDK(IQ3_XXSK)}},
+    {DType::IQ3_S, {ActKind::Q8_K, gemmk<IQ3_SK>, HOSTLM_PACKEDK(IQ3_SK)}},
+    {DType::IQ1_S, {ActKind::Q8_K, gemmk<IQ1_SK>, HOSTLM_PACKEDK(IQ1_SK)}},
+    {DType::IQ1_M, {ActKind::Q8_K, gemmk<IQ1_MK>, HOSTLM_PACKEDK(IQ1_MK)}},
+    {DType::TQ2_0, {ActKind::Q8_K, gemmk<TQ2_0K>, HOSTLM_PACKEDK(TQ2_0K)}},
 };
 
 inline const QGemm* find_entry(DType type) {

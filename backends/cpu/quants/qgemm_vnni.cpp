@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/quants/blocks.h"
+#include "cpu/quants/iq_levels.h"
 #include "cpu/quants/qgemm.h"
 
 #pragma GCC push_options

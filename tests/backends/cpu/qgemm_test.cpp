@@ -38,10 +38,28 @@ struct TypeCase {
 void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.file; }
 
 const TypeCase kTypes[] = {
-    {DType::Q4_0, "q4_0"}, {DType::Q4_1, "q4_1"}, {DType::Q5_0, "q5_0"},
-    {DType::Q5_1, "q5_1"}, {DType::Q8_0, "q8_0"}, {DType::IQ4_NL, "iq4_nl"},
-    {DType::Q2_K, "q2_k"}, {DType::Q3_K, "q3_k"}, {DType::Q4_K, "q4_k"},
-    {DType::Q5_K, "q5_k"}, {DType::Q6_K, "q6_k"}, {DType::IQ4_XS, "iq4_xs"},
+    {DType::Q4_0, "q4_0"},
+    {DType::Q4_1, "q4_1"},
+    {DType::Q5_0, "q5_0"},
+    {DType::Q5_1, "q5_1"},
+    {DType::Q8_0, "q8_0"},
+    {DType::IQ4_NL, "iq4_nl"},
+    {DType::Q2_K, "q2_k"},
+    {DType::Q3_K, "q3_k"},
+    {DType::Q4_K, "q4_k"},
+    {DType::Q5_K, "q5_k"},
+    {DType::Q6_K, "q6_k"},
+    {DType::IQ4_XS, "iq4_xs"},
+    // The codebook types, TQ2_0 and MXFP4 (since session 35).
+    {DType::IQ2_XXS, "iq2_xxs"},
+    {DType::IQ2_XS, "iq2_xs"},
+    {DType::IQ2_S, "iq2_s"},
+    {DType::IQ3_XXS, "iq3_xxs"},
+    {DType::IQ3_S, "iq3_s"},
+    {DType::IQ1_S, "iq1_s"},
+    {DType::IQ1_M, "iq1_m"},
+    {DType::TQ2_0, "tq2_0"},
+    {DType::MXFP4, "mxfp4"},
 };
 
 std::vector<uint8_t> reference_blocks(const std::string& stem) {

@@ -372,10 +372,11 @@ struct IQ4_XSK {
   }
 };
 
-// The codebook and ternary types (iq_blocks.h *Levels): each block's signed bytes decoded
-// into a stack buffer by the portable code, then multiplied with the vector kernels' steps.
+// The codebook types: signed byte levels and integer scales (iq_levels.h), the scales read by
+// the portable code, the levels built in vectors: codebook rows gathered by index, signs
+// applied with vpsignb.
 template <class L, int Bytes>
-struct LevelsK {
+struct IqHeadK {
   static constexpr int kGroup = 16;  // elements per scale
   static constexpr int kBytes = Bytes;
   static constexpr bool kSigned = true, kOff = false, kOffSharesScale = false;
@@ -385,22 +386,143 @@ struct LevelsK {
     return {d, 0.f, _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))),
             _mm256_setzero_si256()};
   }
+};
+
+// +1 or -1 per byte for 32 values from four sign bytes: value 8k + i takes bit i of byte k.
+HOSTLM_INLINE __m256i sign_bytes32(uint32_t s) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                          2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i sel = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(s)), spread);
+  return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, sel), sel), _mm256_set1_epi8(1));
+}
+// Four sign bytes from four seven-bit groups of `aux` (the eighth sign is their parity).
+HOSTLM_INLINE uint32_t signs_of_sevens(uint32_t aux) {
+  return static_cast<uint32_t>(kIqSigns.v[aux & 127u]) |
+         static_cast<uint32_t>(kIqSigns.v[(aux >> 7) & 127u]) << 8 |
+         static_cast<uint32_t>(kIqSigns.v[(aux >> 14) & 127u]) << 16 |
+         static_cast<uint32_t>(kIqSigns.v[(aux >> 21) & 127u]) << 24;
+}
+HOSTLM_INLINE int64_t row8(const int8_t (&r)[8]) {
+  int64_t v;
+  std::memcpy(&v, r, 8);
+  return v;
+}
+HOSTLM_INLINE int row4(const int8_t (&r)[4]) {
+  int v;
+  std::memcpy(&v, r, 4);
+  return v;
+}
+
+struct IQ2_XXSK : IqHeadK<Iq2XxsLevels, iq2_xxs::kBytes> {
   template <class F>
   static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
-    alignas(32) int8_t q[256];
-    L::quants(b, q);
-    for (int j = 0; j < 8; ++j)
-      f(j, _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)));
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* p = b + iq2_xxs::kQs + 8 * ib;
+      const __m256i g = _mm256_setr_epi64x(row8(kIq2xxsGrid[p[0]]), row8(kIq2xxsGrid[p[1]]),
+                                           row8(kIq2xxsGrid[p[2]]), row8(kIq2xxsGrid[p[3]]));
+      f(ib, _mm256_sign_epi8(g, sign_bytes32(signs_of_sevens(load_u32(p + 4)))));
+    }
   }
 };
 
-using IQ2_XXSK = LevelsK<Iq2XxsLevels, iq2_xxs::kBytes>;
-using IQ2_XSK = LevelsK<Iq2XsLevels, iq2_xs::kBytes>;
-using IQ2_SK = LevelsK<Iq2SLevels, iq2_s::kBytes>;
-using IQ3_XXSK = LevelsK<Iq3XxsLevels, iq3_xxs::kBytes>;
-using IQ3_SK = LevelsK<Iq3SLevels, iq3_s::kBytes>;
-using IQ1_SK = LevelsK<Iq1SLevels, iq1_s::kBytes>;
-using IQ1_MK = LevelsK<Iq1MLevels, iq1_m::kBytes>;
+struct IQ2_XSK : IqHeadK<Iq2XsLevels, iq2_xs::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    for (int ib = 0; ib < 8; ++ib) {
+      uint16_t e[4];
+      std::memcpy(e, b + iq2_xs::kQs + 8 * ib, 8);
+      const __m256i g =
+          _mm256_setr_epi64x(row8(kIq2xsGrid[e[0] & 511]), row8(kIq2xsGrid[e[1] & 511]),
+                             row8(kIq2xsGrid[e[2] & 511]), row8(kIq2xsGrid[e[3] & 511]));
+      const uint32_t s = static_cast<uint32_t>(kIqSigns.v[e[0] >> 9]) |
+                         static_cast<uint32_t>(kIqSigns.v[e[1] >> 9]) << 8 |
+                         static_cast<uint32_t>(kIqSigns.v[e[2] >> 9]) << 16 |
+                         static_cast<uint32_t>(kIqSigns.v[e[3] >> 9]) << 24;
+      f(ib, _mm256_sign_epi8(g, sign_bytes32(s)));
+    }
+  }
+};
+
+struct IQ2_SK : IqHeadK<Iq2SLevels, iq2_s::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = b + iq2_s::kQs + 4 * ib;
+      const int qh = b[iq2_s::kQh + ib];
+      auto index = [&](int l) { return qs[l] | (((qh >> (2 * l)) & 3) << 8); };
+      const __m256i g = _mm256_setr_epi64x(row8(kIq2sGrid[index(0)]), row8(kIq2sGrid[index(1)]),
+                                           row8(kIq2sGrid[index(2)]), row8(kIq2sGrid[index(3)]));
+      f(ib, _mm256_sign_epi8(g, sign_bytes32(load_u32(b + iq2_s::kSigns + 4 * ib))));
+    }
+  }
+};
+
+struct IQ3_XXSK : IqHeadK<Iq3XxsLevels, iq3_xxs::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* p = b + iq3_xxs::kQs + 8 * ib;
+      const __m256i g = _mm256_setr_epi32(row4(kIq3xxsGrid[p[0]]), row4(kIq3xxsGrid[p[1]]),
+                                          row4(kIq3xxsGrid[p[2]]), row4(kIq3xxsGrid[p[3]]),
+                                          row4(kIq3xxsGrid[p[4]]), row4(kIq3xxsGrid[p[5]]),
+                                          row4(kIq3xxsGrid[p[6]]), row4(kIq3xxsGrid[p[7]]));
+      const uint32_t aux = load_u32(b + iq3_xxs::kScales + 4 * ib);
+      f(ib, _mm256_sign_epi8(g, sign_bytes32(signs_of_sevens(aux))));
+    }
+  }
+};
+
+struct IQ3_SK : IqHeadK<Iq3SLevels, iq3_s::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = b + iq3_s::kQs + 8 * ib;
+      const int qh = b[iq3_s::kQh + ib];
+      auto row = [&](int m) { return row4(kIq3sGrid[qs[m] | (((qh >> m) & 1) << 8)]); };
+      const __m256i g =
+          _mm256_setr_epi32(row(0), row(1), row(2), row(3), row(4), row(5), row(6), row(7));
+      f(ib, _mm256_sign_epi8(g, sign_bytes32(load_u32(b + iq3_s::kSigns + 4 * ib))));
+    }
+  }
+};
+
+// IQ1: 8 * grid + delta; 8 * g is vpsignb of 8 by g, since g is -1, 0 or 1.
+struct IQ1_SK : IqHeadK<Iq1SLevels, iq1_s::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    const __m256i eight = _mm256_set1_epi8(8);
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = b + iq1_s::kQs + 4 * ib;
+      const int qh = load_u16(b + iq1_s::kQh + 2 * ib);
+      auto index = [&](int l) { return qs[l] | (((qh >> (3 * l)) & 7) << 8); };
+      const __m256i g = _mm256_setr_epi64x(row8(kIq1sGrid[index(0)]), row8(kIq1sGrid[index(1)]),
+                                           row8(kIq1sGrid[index(2)]), row8(kIq1sGrid[index(3)]));
+      const __m256i delta = _mm256_set1_epi8(static_cast<char>(qh & 0x8000 ? -1 : 1));
+      f(ib, _mm256_add_epi8(_mm256_sign_epi8(eight, g), delta));
+    }
+  }
+};
+
+struct IQ1_MK : IqHeadK<Iq1MLevels, iq1_m::kBytes> {
+  template <class F>
+  static HOSTLM_INLINE void chunks(const uint8_t* b, F&& f) {
+    const __m256i eight = _mm256_set1_epi8(8);
+    constexpr int64_t kPlus = 0x0101010101010101, kMinus = -1;
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = b + iq1_m::kQs + 4 * ib;
+      const int nibs = load_u16(b + iq1_m::kQh + 2 * ib);  // a nibble per lookup
+      auto nib = [&](int l) { return (nibs >> (4 * l)) & 15; };
+      auto index = [&](int l) { return qs[l] | ((nib(l) & 7) << 8); };
+      auto delta = [&](int l) { return nib(l) & 8 ? kMinus : kPlus; };
+      const __m256i g = _mm256_setr_epi64x(row8(kIq1sGrid[index(0)]), row8(kIq1sGrid[index(1)]),
+                                           row8(kIq1sGrid[index(2)]), row8(kIq1sGrid[index(3)]));
+      const __m256i d = _mm256_setr_epi64x(delta(0), delta(1), delta(2), delta(3));
+      f(ib, _mm256_add_epi8(_mm256_sign_epi8(eight, g), d));
+    }
+  }
+};
+
 // TQ2_0: the two-bit layout of Q2_K's quants (chunk 4h + s is bits 2s of bytes 32h ..),
 // unsigned codes u with value d * (u - 1). Unsigned with an offset rather than signed:
 // the batch kernels' signed form (u + 128, less 128 * the activation sums) would lose the

@@ -207,10 +207,11 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   return out;
 }
 
-// The codebook (IQ1/IQ2/IQ3), ternary and MXFP4 types compute on the CPU's float path: a model
-// whose ffn_up holds random blocks of the type (small scales, make_iq_blocks.py) gives the logits
-// of the same model with that matrix stored as float32 values that gguf.quants.dequantize made of
-// those blocks, up to the float summation order.
+// The codebook (IQ1/IQ2/IQ3), ternary and MXFP4 types: a model whose ffn_up holds random blocks
+// of the type (small scales, make_iq_blocks.py) gives the logits of the same model with that
+// matrix stored as float32 values that gguf.quants.dequantize made of those blocks, up to the
+// activation rounding of the integer kernels (exactly, up to summation order, for TQ1_0's float
+// path).
 TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
   const auto model = dir_ / "test256.gguf";
   ASSERT_TRUE(make_test256(model));
@@ -228,7 +229,8 @@ TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
     const auto prefix = dir_ / name;
     const std::string blocks_cmd =
         "python3 '" + (testing::source_dir() / "tests/plugins/qwen35/make_iq_blocks.py").string() +
-        "' " + name + " " + std::to_string(n / dtype_traits(type).block_size) + " '" + prefix.string() + "'";
+        "' " + name + " " + std::to_string(n / dtype_traits(type).block_size) + " '" +
+        prefix.string() + "'";
     ASSERT_EQ(std::system(blocks_cmd.c_str()), 0) << blocks_cmd;
     const std::vector<uint8_t> blocks = read_file_bytes(prefix.string() + ".blocks");
     const std::vector<uint8_t> values = read_file_bytes(prefix.string() + ".f32");
@@ -242,9 +244,13 @@ TEST_F(QuantizedLogits, CodebookAndTernaryTypesMatchTheirGgufDequantization) {
     const std::vector<float> got = logits_of(registry, quantized, tokens);
     ASSERT_EQ(got.size(), want.size());
     const Metrics m = compare(want, got, static_cast<int64_t>(want.size() / tokens.size()));
-    EXPECT_EQ(m.top1, 1.0) << name;
-    EXPECT_LE(m.max_rel, 1e-3) << name;
-    std::printf("[ float path ] %-8s top-1 %.3f  max|d|/std %.2e\n", name.c_str(), m.top1,
+    // TQ1_0 goes through the float path (exact up to summation order); the others through the
+    // integer kernels, whose int8 activations move these logits by 1-4% of their spread
+    // (2026-12-05: 1.2e-2 to 3.6e-2, one top-1 flip of 48 for IQ1_S).
+    const bool float_path = type == DType::TQ1_0;
+    EXPECT_GE(m.top1, float_path ? 1.0 : 0.95) << name;
+    EXPECT_LE(m.max_rel, float_path ? 1e-3 : 0.1) << name;
+    std::printf("[ same weights ] %-8s top-1 %.3f  max|d|/std %.2e\n", name.c_str(), m.top1,
                 m.max_rel);
   }
 }

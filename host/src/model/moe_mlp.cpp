@@ -55,7 +55,11 @@ void route_token(const float* logits, int64_t n_experts, int64_t n_used, int32_t
     probs[static_cast<size_t>(e)] = std::exp(logits[e] - top);
     sum += probs[static_cast<size_t>(e)];
   }
-  for (int64_t e = 0; e < n_experts; ++e) probs[static_cast<size_t>(e)] /= sum;
+  // A NaN (broken weights or inputs) ranks last, so the sort below keeps a strict order.
+  for (int64_t e = 0; e < n_experts; ++e) {
+    float& p = probs[static_cast<size_t>(e)];
+    p = std::isnan(p / sum) ? -1.f : p / sum;
+  }
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + n_used, order.end(), [&](int32_t a, int32_t b) {
     const float pa = probs[static_cast<size_t>(a)], pb = probs[static_cast<size_t>(b)];

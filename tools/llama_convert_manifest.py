@@ -7,6 +7,8 @@ another GGUF against it.
           type and the SHA-256 of its bytes:
         python3 tools/llama_convert_manifest.py make LLAMA_CPP_DIR HF_FOLDER OUT.json \
             [--outtype f32] [--commit ID]   (ID: the checkout's commit, if it is no git work tree)
+    record: the manifest of a GGUF llama.cpp wrote otherwise (e.g. llama-quantize's output):
+        python3 tools/llama_convert_manifest.py record FILE.gguf OUT.json --made-by TEXT
     check: compares a GGUF (e.g. the one `hostlm convert` wrote) with a manifest; exit 1 and
           the differences if any:
         python3 tools/llama_convert_manifest.py check FILE.gguf MANIFEST.json
@@ -103,6 +105,12 @@ def main():
             return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
         make(sys.argv[2], sys.argv[3], sys.argv[4], option("--outtype", "f32"),
              option("--commit", ""))
+        return 0
+    if len(sys.argv) == 6 and sys.argv[1] == "record" and sys.argv[4] == "--made-by":
+        manifest = manifest_of(sys.argv[2])
+        manifest["made_by"] = sys.argv[5]
+        pathlib.Path(sys.argv[3]).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        print(f"{sys.argv[3]}: {len(manifest['tensors'])} tensors, {len(manifest['metadata'])} keys")
         return 0
     if len(sys.argv) == 4 and sys.argv[1] == "check":
         return check(sys.argv[2], sys.argv[3])

@@ -17,7 +17,9 @@
 
 namespace hostlm {
 
-enum class QuantScheme { Q8_0, Q4_0, Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, IQ4_XS, F16, BF16 };
+// MXFP4_MOE: llama.cpp's scheme for mixture-of-experts files: the stacked expert tensors in
+// MXFP4, every other matrix in Q8_0.
+enum class QuantScheme { Q8_0, Q4_0, Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, IQ4_XS, F16, BF16, MXFP4_MOE };
 
 // "Q4_K_M", "q4_k_m", ... -> the scheme; nullopt for other names.
 std::optional<QuantScheme> parse_quant_scheme(std::string_view name);

@@ -129,6 +129,41 @@ void block_q8_0(const float* x, uint8_t* b) {
     b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
 }
 
+// MXFP4 (ggml's quantize_row_mxfp4_ref): the E8M0 scale 2^(floor(log2 amax) - 2), each value
+// the nearest of the doubled E2M1 codes times half of it (the first of equals).
+constexpr int8_t kMxfp4Codes[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float e8m0_half_value(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void block_mxfp4(const float* x, uint8_t* b) {
+  float amax = 0.f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  // ggml converts floor(log2f(amax)) + 125 to a byte; values past a byte's range (subnormal
+  // or near-infinite blocks) are clamped here instead of wrapping.
+  const float e_real = amax > 0.f ? std::floor(std::log2(amax)) - 2.f + 127.f : 0.f;
+  const auto e = static_cast<uint8_t>(std::clamp(e_real, 0.f, 255.f));
+  const float d = e8m0_half_value(e);
+  b[0] = e;
+  auto best = [&](float v) {
+    int best_index = 0;
+    float best_err = std::fabs(static_cast<float>(kMxfp4Codes[0]) * d - v);
+    for (int i = 1; i < 16; ++i) {
+      const float err = std::fabs(static_cast<float>(kMxfp4Codes[i]) * d - v);
+      if (err < best_err) {
+        best_index = i;
+        best_err = err;
+      }
+    }
+    return static_cast<uint8_t>(best_index);
+  };
+  for (int j = 0; j < 16; ++j) b[1 + j] = static_cast<uint8_t>(best(x[j]) | best(x[16 + j]) << 4);
+}
+
 // ---------------------------------------------------------------- K-quant searches
 
 // Scale and min for n values with levels 0..nmax, minimizing the weighted squared error
@@ -529,6 +564,8 @@ BlockFn block_fn(DType type) {
       return block_iq4_nl;
     case DType::IQ4_XS:
       return block_iq4_xs;
+    case DType::MXFP4:
+      return block_mxfp4;
     default:
       return nullptr;
   }

@@ -30,7 +30,7 @@ constexpr SchemeName kSchemes[] = {
     {QuantScheme::Q4_K_M, "Q4_K_M"}, {QuantScheme::Q4_K_S, "Q4_K_S"},
     {QuantScheme::Q5_K_M, "Q5_K_M"}, {QuantScheme::Q6_K, "Q6_K"},
     {QuantScheme::IQ4_XS, "IQ4_XS"}, {QuantScheme::F16, "F16"},
-    {QuantScheme::BF16, "BF16"},
+    {QuantScheme::BF16, "BF16"},     {QuantScheme::MXFP4_MOE, "MXFP4_MOE"},
 };
 
 int default_threads() {
@@ -155,7 +155,11 @@ QuantizeSummary quantize_gguf_file(const std::filesystem::path& in,
       nbytes = data[i].size();
       ++summary.n_requantized;
     }
-    writer.add_tensor(info.name, types[i], info.ne, bytes, nbytes);
+    // As llama-quantize writes it: trailing unit dimensions dropped (ggml_n_dims), so that a
+    // [1, H] gate stored as {H, 1} comes out {H}.
+    std::vector<uint64_t> ne = info.ne;
+    while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+    writer.add_tensor(info.name, types[i], ne, bytes, nbytes);
     summary.bytes_in += info.nbytes;
     summary.bytes_out += nbytes;
     if (options.progress)

@@ -16,6 +16,8 @@
 //   the ffn_down tensors (each layer has the experts' and the shared expert's); with exactly
 //   8 experts, value and key projections are Q8_0 and Q4_K_M/Q4_K_S/IQ4_XS give the attention
 //   output projection Q5_K.
+// - MXFP4_MOE: tensors with a third dimension above 1 (the stacked experts) MXFP4, every
+//   other re-encoded tensor, the output head included, Q8_0.
 // - A type whose block does not divide the row falls back: IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
 //   Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if even that does not divide.
 // Tensors are visited in llama.cpp's order (by layer number, then by name), which is what
@@ -107,6 +109,12 @@ struct State {
 DType mixture_type(const TensorDesc& t, Category cat, DType type, QuantScheme scheme,
                    const ModelFacts& facts, State& st) {
   using S = QuantScheme;
+  if (scheme == S::MXFP4_MOE) {
+    // The output head (and tied embeddings) and every matrix but the stacked experts: Q8_0.
+    const bool stacked = t.ne.size() >= 3 && t.ne[2] > 1;
+    const bool head = cat == Category::Output || (st.tied && cat == Category::TokenEmbd);
+    return stacked && !head ? DType::MXFP4 : DType::Q8_0;
+  }
   if (cat == Category::Output || (st.tied && cat == Category::TokenEmbd)) {
     const int64_t nx = static_cast<int64_t>(t.ne[0]);
     if (nx % dtype_traits(type).block_size != 0) return DType::Q8_0;
@@ -193,6 +201,8 @@ DType scheme_base_type(QuantScheme scheme) {
       return DType::F16;
     case QuantScheme::BF16:
       return DType::BF16;
+    case QuantScheme::MXFP4_MOE:
+      return DType::MXFP4;
   }
   return DType::F16;
 }
@@ -217,6 +227,8 @@ uint32_t scheme_file_type(QuantScheme scheme) {
       return 30;
     case QuantScheme::BF16:
       return 32;
+    case QuantScheme::MXFP4_MOE:
+      return 38;
   }
   return 0;
 }

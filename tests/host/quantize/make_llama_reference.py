@@ -7,6 +7,7 @@
 
 Needs a CPU build of llama.cpp made OUTSIDE this repository (nothing of it is committed):
   LLAMA_CPP_BUILD=/path/to/build python3 tests/host/quantize/make_llama_reference.py MODEL.gguf
+  LLAMA_CPP_BUILD=... python3 ... --rows-only                        (only llama_*.bin)
   LLAMA_CPP_BUILD=... python3 ... MODEL.gguf --types-only NAME.txt   (only the tensor types,
       into tests/data/quantize/NAME.txt: llama_types_35b_a3b.txt comes from
       `tools/make_shape_gguf.py 35b-a3b MODEL.gguf --header-only`, which --dry-run reads)
@@ -26,7 +27,8 @@ import numpy as np
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "data" / "quantize"
 ROWS, COLS = 12, 512
-GGML_TYPES = {"q4_0": 2, "q8_0": 8, "q4_k": 12, "q5_k": 13, "q6_k": 14, "iq4_nl": 20, "iq4_xs": 23}
+GGML_TYPES = {"q4_0": 2, "q8_0": 8, "q4_k": 12, "q5_k": 13, "q6_k": 14, "iq4_nl": 20, "iq4_xs": 23,
+              "mxfp4": 39}
 SCHEMES = ["Q8_0", "Q4_0", "Q4_K_M", "Q4_K_S", "Q5_K_M", "Q6_K", "IQ4_XS"]
 
 
@@ -80,6 +82,10 @@ def tensor_types(build: pathlib.Path, model: pathlib.Path, out_name: str = "llam
 
 def main() -> int:
     build = pathlib.Path(os.environ.get("LLAMA_CPP_BUILD", ""))
+    if build.is_dir() and sys.argv[1:] == ["--rows-only"]:
+        quantize_rows(build)
+        print(f"wrote llama_*.bin to {DATA}")
+        return 0
     if build.is_dir() and len(sys.argv) == 4 and sys.argv[2] == "--types-only":
         tensor_types(build, pathlib.Path(sys.argv[1]), sys.argv[3])
         print(f"wrote {sys.argv[3]} to {DATA}")

@@ -20,7 +20,7 @@ from gguf import quants
 OUT = pathlib.Path(__file__).resolve().parents[2] / "data" / "quantize"
 ROWS, COLS = 12, 512
 TYPES = {"f16": T.F16, "bf16": T.BF16, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0,
-         "q5_1": T.Q5_1, "q8_0": T.Q8_0}
+         "q5_1": T.Q5_1, "q8_0": T.Q8_0, "mxfp4": T.MXFP4}
 
 
 def rows() -> np.ndarray:

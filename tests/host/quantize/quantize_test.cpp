@@ -61,7 +61,7 @@ TEST(Quantize, BytesIdenticalToGgufPackage) {
   for (const GgufCase c :
        {GgufCase{DType::F16, "f16"}, GgufCase{DType::BF16, "bf16"}, GgufCase{DType::Q4_0, "q4_0"},
         GgufCase{DType::Q4_1, "q4_1"}, GgufCase{DType::Q5_0, "q5_0"}, GgufCase{DType::Q5_1, "q5_1"},
-        GgufCase{DType::Q8_0, "q8_0"}}) {
+        GgufCase{DType::Q8_0, "q8_0"}, GgufCase{DType::MXFP4, "mxfp4"}}) {
     const std::vector<uint8_t> want = read_bytes(std::string(c.file) + ".bin");
     const std::vector<uint8_t> got = quantize_all(c.type, x);
     ASSERT_EQ(got.size(), want.size()) << c.file;
@@ -107,7 +107,7 @@ TEST(Quantize, ErrorNoWorseThanLlamaCpp) {
   for (const LlamaCase c : {LlamaCase{DType::Q4_K, "q4_k"}, LlamaCase{DType::Q5_K, "q5_k"},
                             LlamaCase{DType::Q6_K, "q6_k"}, LlamaCase{DType::IQ4_XS, "iq4_xs"},
                             LlamaCase{DType::IQ4_NL, "iq4_nl"}, LlamaCase{DType::Q8_0, "q8_0"},
-                            LlamaCase{DType::Q4_0, "q4_0"}}) {
+                            LlamaCase{DType::Q4_0, "q4_0"}, LlamaCase{DType::MXFP4, "mxfp4"}}) {
     const std::vector<uint8_t> theirs = read_bytes(std::string("llama_") + c.file + ".bin");
     const std::vector<uint8_t> ours = quantize_all(c.type, x);
     ASSERT_EQ(ours.size(), theirs.size()) << c.file;

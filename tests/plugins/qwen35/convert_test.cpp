@@ -9,6 +9,7 @@
 
 #include "hostlm/gguf.h"
 #include "hostlm/model_loader.h"
+#include "hostlm/quantize.h"
 #include "hostlm/tokenizer.h"
 #include "reference_data.h"
 
@@ -63,6 +64,33 @@ TEST(Qwen35Convert, MoeGgufEqualsLlamaCppConverterOutput) {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::filesystem::remove(out);
   }
+}
+
+// `hostlm quantize` of that F32 file writes what llama-quantize writes of it: the same types,
+// bytes and shapes (trailing unit dimensions dropped) in Q8_0, Q4_K_M (the 8-expert rules)
+// and MXFP4_MOE (experts in MXFP4, the rest Q8_0).
+TEST(Qwen35Convert, MoeQuantizedEqualsLlamaQuantizeOutput) {
+  const auto root = testing::source_dir();
+  PluginRegistry registry;
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto f32 = dir / ("hostlm-moe-f32-" + std::to_string(::getpid()) + ".gguf");
+  {
+    OpenedModelFiles hf(root / "tests/data/models/tiny-moe-f32");
+    registry.plugin_for(hf.files().architecture).convert_to_gguf(*hf.files().hf, DType::F32, f32);
+  }
+  for (const auto& [scheme, manifest] :
+       {std::pair{QuantScheme::Q8_0, "tiny-moe-f32.q8_0.json"},
+        std::pair{QuantScheme::Q4_K_M, "tiny-moe-f32.q4_k_m.json"},
+        std::pair{QuantScheme::MXFP4_MOE, "tiny-moe-f32.mxfp4_moe.json"}}) {
+    const auto out = dir / ("hostlm-moe-q-" + std::to_string(::getpid()) + ".gguf");
+    quantize_gguf_file(f32, out, scheme);
+    const std::string cmd = "python3 '" + (root / "tools/llama_convert_manifest.py").string() +
+                            "' check '" + out.string() + "' '" +
+                            (root / "tests/data/llama" / manifest).string() + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::filesystem::remove(out);
+  }
+  std::filesystem::remove(f32);
 }
 
 }  // namespace

@@ -120,7 +120,10 @@ TransformedTensor stack_experts(const HfCheckpoint& hf, const std::string& base,
     if (fused->shape.size() != 3 || fused->shape[0] != c.n_experts ||
         fused->shape[1] != per_expert || fused->shape[2] != cols)
       throw Error(folder + ": tensor '" + fused_name + "' has an unexpected shape");
-    const auto expert_bytes = static_cast<size_t>(*dtype_bytes(fused->type, cols) * per_expert);
+    const auto row_bytes = dtype_bytes(fused->type, cols);
+    if (!row_bytes)
+      throw Error(folder + ": tensor '" + fused_name + "' has rows of no whole block");
+    const auto expert_bytes = *row_bytes * static_cast<size_t>(per_expert);
     for (int64_t e = 0; e < c.n_experts; ++e) {
       TensorView one = *fused;
       one.shape = {per_expert, cols};

@@ -318,15 +318,8 @@ inline void decode_tq2_0(const uint8_t* b, float* y) {
 inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
                                             0, -1, -2, -3, -4, -6, -8, -12};
 
-inline float e8m0_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 inline void decode_mxfp4(const uint8_t* b, float* y) {
-  const float d = e8m0_half(b[mxfp4::kE]);
+  const float d = e8m0_half_to_f32(b[mxfp4::kE]);
   const uint8_t* qs = b + mxfp4::kQs;
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>(kMxfp4Values[qs[j] & 15]);

@@ -160,7 +160,7 @@ void dec_iq4_xs(const uint8_t* b, DecK& o) {
 }
 
 void dec_mxfp4(const uint8_t* b, Dec32& o) {
-  o.d = e8m0_half(b[mxfp4::kE]);
+  o.d = e8m0_half_to_f32(b[mxfp4::kE]);
   o.m = 0.f;
   for (int j = 0; j < 16; ++j) {
     o.q[j] = kMxfp4Values[b[mxfp4::kQs + j] & 15];

@@ -155,7 +155,7 @@ struct MXFP4K {
   static HOSTLM_INLINE Block32 load(const uint8_t* b) {
     return {_mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(kMxfp4Values)),
                                 nibbles32(b + mxfp4::kQs)),
-            e8m0_half(b[mxfp4::kE]), 0.f};
+            e8m0_half_to_f32(b[mxfp4::kE]), 0.f};
   }
 };
 

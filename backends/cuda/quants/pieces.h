@@ -202,7 +202,7 @@ struct IQ4_NL : Nibble32<DType::IQ4_NL, 0, false> {
 };
 
 // MXFP4: one piece per block, the E2M1 codes looked up as doubled integers, a = 2^(e - 128)
-// (the E8M0 byte read as gguf reads it, cpu/quants/blocks.h e8m0_half).
+// (the E8M0 byte read as gguf reads it, hostlm/half.h e8m0_half_to_f32).
 struct MXFP4 : Nibble32<DType::MXFP4, 0, false> {
   template <bool kStream = true>
   static HQ_HD P load(const QuantMatrix& w, int64_t n, int) {

@@ -156,13 +156,10 @@ HQ_HD uint32_t vadd4(uint32_t a, uint32_t b) {
 
 // An E8M0 byte as gguf reads it (ggml_e8m0_to_fp32_half): 2^(e - 128), a subnormal for e < 2.
 HQ_HD float e8m0_half_to_float(uint32_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
 #ifdef __CUDA_ARCH__
-  return __uint_as_float(bits);
+  return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
 #else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return e8m0_half_to_f32(static_cast<uint8_t>(e));  // hostlm/half.h
 #endif
 }
 

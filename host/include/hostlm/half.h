@@ -1,5 +1,6 @@
 // Scalar conversions between float32 and the 16-bit float formats of stored weights
-// (IEEE half and bfloat16), rounding to nearest even as PyTorch and ggml do.
+// (IEEE half and bfloat16), rounding to nearest even as PyTorch and ggml do, and MXFP4's
+// 8-bit E8M0 scale.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,15 @@ inline uint16_t f32_to_f16(float f) {
   }
   uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (0x38000000u - 0x00000000u);
   return static_cast<uint16_t>(sign | (r >> 13));
+}
+
+// An E8M0 byte as ggml and gguf read it for MXFP4 (ggml_e8m0_to_fp32_half): 2^(e - 128),
+// a subnormal float for e < 2. Exact.
+inline float e8m0_half_to_f32(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
 }
 
 }  // namespace hostlm

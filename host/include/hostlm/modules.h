@@ -112,7 +112,7 @@ class MoeScratch {
   friend struct MoeMlp;
   int64_t max_tokens_, hidden_, n_experts_, n_used_;
   std::unique_ptr<Buffer> logits_, routed_in_, routed_out_, shared_out_, shared_gate_;
-  std::vector<float> host_logits_, host_x_, host_routed_, host_out_, host_shared_, host_gate_;
+  std::vector<float> host_logits_, host_routed_, host_out_, host_shared_, host_gate_;
   // Per routed row (token, weight), per token and slot (expert, weight), per expert.
   std::vector<int32_t> row_token_, chosen_, order_, expert_rows_, next_row_;
   std::vector<float> row_weight_, weights_, probs_;

@@ -21,7 +21,6 @@ MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int
   shared_out_ = backend.alloc(tokens * h);
   shared_gate_ = backend.alloc(tokens);
   host_logits_.resize(tokens * static_cast<size_t>(n_experts));
-  host_x_.resize(tokens * h);
   host_routed_.resize(rows * h);
   host_out_.resize(tokens * h);
   host_shared_.resize(tokens * h);
@@ -40,7 +39,7 @@ int64_t MoeScratch::floats() const {
   const int64_t rows = max_tokens_ * n_used_;
   const int64_t backend =
       max_tokens_ * n_experts_ + 2 * rows * hidden_ + max_tokens_ * hidden_ + max_tokens_;
-  return 2 * backend + rows * 4;  // the host mirrors, and the routes per row
+  return 2 * backend - rows * hidden_ + rows * 4;  // host mirrors (not of the routed input), routes
 }
 
 namespace {
@@ -98,16 +97,15 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
   std::partial_sum(first.begin(), first.end(), first.begin());
   std::vector<int32_t>& next = m.next_row_;
   std::copy(first.begin(), first.end() - 1, next.begin());
-  be.download(m.host_x_.data(), x, static_cast<size_t>(T) * h);
+  // Each token's row goes to its experts' places, backend to backend (a copy on the CPU).
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       const int32_t r = next[static_cast<size_t>(chosen[t * k + j])]++;
       m.row_token_[static_cast<size_t>(r)] = static_cast<int32_t>(t);
       m.row_weight_[static_cast<size_t>(r)] = weights[t * k + j];
-      std::copy_n(m.host_x_.data() + t * H, h, m.host_routed_.data() + r * H);
+      be.copy_rows(m.routed_in_->data() + int64_t{r} * H, h, x + t * H, h, 1, H);
     }
   const auto rows = static_cast<size_t>(T * k);
-  be.upload(m.routed_in_->data(), m.host_routed_.data(), rows * h);
 
   for (int64_t e = 0; e < E; ++e) {
     const int64_t r0 = first[static_cast<size_t>(e)], n = first[static_cast<size_t>(e) + 1] - r0;

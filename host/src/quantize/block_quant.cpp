@@ -133,13 +133,6 @@ void block_q8_0(const float* x, uint8_t* b) {
 // the nearest of the doubled E2M1 codes times half of it (the first of equals).
 constexpr int8_t kMxfp4Codes[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-float e8m0_half_value(uint8_t e) {
-  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 void block_mxfp4(const float* x, uint8_t* b) {
   float amax = 0.f;
   for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -147,7 +140,7 @@ void block_mxfp4(const float* x, uint8_t* b) {
   // or near-infinite blocks) are clamped here instead of wrapping.
   const float e_real = amax > 0.f ? std::floor(std::log2(amax)) - 2.f + 127.f : 0.f;
   const auto e = static_cast<uint8_t>(std::clamp(e_real, 0.f, 255.f));
-  const float d = e8m0_half_value(e);
+  const float d = e8m0_half_to_f32(e);
   b[0] = e;
   auto best = [&](float v) {
     int best_index = 0;

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 #include "common.cuh"
 #include "kernels.h"
@@ -724,9 +725,65 @@ __global__ void __launch_bounds__(kSplitThreads, kMmaMinBlocks)
   write_merged(sh.merge, r, g, split, splits, n_head, scratch, out);
 }
 
-// out = the splits' partial results merged: one block per (row, head).
-__global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, int splits,
-                                    int64_t n_head, float* out) {
+// out = the splits' partial results merged: one block per (row, head). Every load of a split's
+// partial is independent of the others (the weights of the splits are worked out first, one
+// split per thread), so a thread keeps several in flight; the serial form, which read each
+// split's maximum, then its weight and its value in turn, took tens of microseconds a layer at
+// long context (HOSTLM_CUDA_ATTENTION_MERGE=serial keeps it, for comparison).
+constexpr int kMergeThreads = 512;
+
+__global__ void __launch_bounds__(kMergeThreads)
+    merge_splits_kernel(const PagedBatch b, const float* scratch, int splits, int64_t n_head,
+                        float* out) {
+  pdl_begin();
+  extern __shared__ float weight[];  // [splits]: exp(max of the split - max of all)
+  __shared__ float reduce[kMergeThreads / 32];
+  __shared__ float sums[kMergeThreads];
+  const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
+  const int32_t s = b.row_to_seq[r];
+  if (s < 0 || left_to_flash(b, s)) return;
+  const float* first = partial_at(const_cast<float*>(scratch), r, h, 0, splits, n_head, hd);
+  const int64_t stride = hd + 2;
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  float top = -INFINITY;
+  for (int sp = t; sp < splits; sp += kMergeThreads) top = fmaxf(top, first[sp * stride + hd]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(~0u, top, o));
+  if (lane == 0) reduce[warp] = top;
+  __syncthreads();
+  top = -INFINITY;
+  for (int w = 0; w < kMergeThreads / 32; ++w) top = fmaxf(top, reduce[w]);
+  float total = 0.f;
+  for (int sp = t; sp < splits; sp += kMergeThreads) {
+    const float m = first[sp * stride + hd];
+    const float f = m == -INFINITY ? 0.f : expf(m - top);  // a split past this row's keys
+    weight[sp] = f;
+    total += f * first[sp * stride + hd + 1];
+  }
+  total = block_sum(total, reduce);  // its barriers publish `weight` too
+  // Thread t sums dimension t % hd over splits t / hd, t / hd + lanes, ...
+  const int lanes = kMergeThreads / static_cast<int>(hd);
+  const int d = t % static_cast<int>(hd), from = t / static_cast<int>(hd);
+  float value = 0.f;
+  if (from < lanes) {
+#pragma unroll 8
+    for (int sp = from; sp < splits; sp += lanes) {
+      const float f = weight[sp];
+      const float x = first[sp * stride + d];
+      value += f != 0.f ? f * x : 0.f;
+    }
+  }
+  sums[t] = value;
+  __syncthreads();
+  if (t < hd) {
+    for (int k = 1; k < lanes; ++k) value += sums[k * hd + t];
+    out[r * n_head * hd + h * hd + t] = value / total;
+  }
+}
+
+// The merge as it was before (kept for comparison, see above).
+__global__ void merge_splits_serial_kernel(const PagedBatch b, const float* scratch, int splits,
+                                           int64_t n_head, float* out) {
   pdl_begin();
   const int64_t r = blockIdx.x, h = blockIdx.y, hd = b.head_dim;
   const int32_t s = b.row_to_seq[r];
@@ -738,13 +795,21 @@ __global__ void merge_splits_kernel(const PagedBatch b, const float* scratch, in
     float total = 0.f, value = 0.f;
     for (int sp = 0; sp < splits; ++sp) {
       const float* part = partial_at(const_cast<float*>(scratch), r, h, sp, splits, n_head, hd);
-      if (part[hd] == -INFINITY) continue;  // a split past this row's keys
+      if (part[hd] == -INFINITY) continue;
       const float f = expf(part[hd] - m);
       total += part[hd + 1] * f;
       value += part[d] * f;
     }
     out[r * n_head * hd + h * hd + d] = value / total;
   }
+}
+
+bool serial_merge() {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_ATTENTION_MERGE");
+    return env != nullptr && std::string_view(env) == "serial";
+  }();
+  return on;
 }
 
 int lane_dims(int64_t head_dim) { return static_cast<int>(head_dim / 32); }
@@ -932,7 +997,12 @@ cudaError_t paged_attention(const PagedBatch& batch, const float* q, size_t q_st
     }
     if (splits > 1) {
       const dim3 grid(static_cast<unsigned>(b.rows), static_cast<unsigned>(n_head));
-      launch_kernel(merge_splits_kernel, grid, 128, 0, stream, b, scratch, splits, n_head, out);
+      if (serial_merge())
+        launch_kernel(merge_splits_serial_kernel, grid, 128, 0, stream, b, scratch, splits, n_head,
+                      out);
+      else
+        launch_kernel(merge_splits_kernel, grid, kMergeThreads, sizeof(float) * splits, stream, b,
+                      scratch, splits, n_head, out);
     }
     return cudaGetLastError();
   }

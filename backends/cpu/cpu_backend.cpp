@@ -101,6 +101,23 @@ class CpuBackend final : public Backend {
       std::memcpy(dst + r * dst_stride, src + r * src_stride, n * sizeof(float));
   }
 
+  void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
+                         std::span<const int32_t> rows, std::span<const float> weights) override {
+    const auto n = static_cast<size_t>(T * m);
+    if (rows.size() != n || weights.size() != n)
+      throw Error("weighted_row_sums: " + std::to_string(n) + " rows and weights expected");
+    for (int64_t t = 0; t < T; ++t) {
+      float* dst = out + t * width;
+      std::fill_n(dst, width, 0.f);
+      for (int64_t j = 0; j < m; ++j) {
+        const auto i = static_cast<size_t>(t * m + j);
+        const float* row = src + int64_t{rows[i]} * width;
+        const float w = weights[i];
+        for (int64_t d = 0; d < width; ++d) dst[d] += row[d] * w;
+      }
+    }
+  }
+
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override {
     const RowToF32Fn to_f32 = row_to_f32_kernel(table.type);
     for (int64_t t = 0; t < T; ++t) {

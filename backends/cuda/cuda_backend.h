@@ -87,6 +87,10 @@ class CudaBackend final : public Backend {
   void fill(float* dst, float value, size_t n) override;
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override;
+  void gather_rows(float* dst, const float* src, int64_t width,
+                   std::span<const int32_t> rows) override;
+  void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
+                         std::span<const int32_t> rows, std::span<const float> weights) override;
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override;
   void add(float* x, const float* y, size_t n) override;
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override;
@@ -325,6 +329,9 @@ class CudaBackend final : public Backend {
   std::vector<void*> host_weights_;       // mapped pinned memory (load_embedding_table)
   HostArrayCache host_arrays_;
   IntStaging tokens_, positions_;
+  // The row tables of gather_rows and weighted_row_sums (ops that run outside recorded steps).
+  IntStaging route_rows_;
+  Staging route_weights_;
   PagedBatchUpload paged_;  // page tables of the current batch, on the device
   float* attention_scratch_ = nullptr;
   size_t attention_scratch_floats_ = 0;

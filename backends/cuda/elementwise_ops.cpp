@@ -29,6 +29,36 @@ void CudaBackend::copy_rows(float* dst, size_t dst_stride, const float* src, siz
         "copy_rows");
 }
 
+// A mixture-of-experts block decides its routes on the host between its ops, so these two
+// never run inside a recorded step; refusing there keeps their staging out of the steps'.
+void CudaBackend::gather_rows(float* dst, const float* src, int64_t width,
+                              std::span<const int32_t> rows) {
+  const auto timed = profile_->scope("gather_rows");
+  forget_acts();
+  if (!runs_live()) throw Error("gather_rows: not available inside a recorded decode step");
+  if (rows.empty() || width == 0) return;
+  const int32_t* device_rows = route_rows_.upload(rows.data(), rows.size(), stream_, false, mode_);
+  check(cuda::gather_rows(dst, src, width, device_rows, static_cast<int64_t>(rows.size()), stream_),
+        "gather_rows");
+}
+
+void CudaBackend::weighted_row_sums(float* out, const float* src, int64_t width, int64_t T,
+                                    int64_t m, std::span<const int32_t> rows,
+                                    std::span<const float> weights) {
+  const auto timed = profile_->scope("weighted_row_sums");
+  forget_acts();
+  if (!runs_live()) throw Error("weighted_row_sums: not available inside a recorded decode step");
+  const auto n = static_cast<size_t>(T * m);
+  if (rows.size() != n || weights.size() != n)
+    throw Error("weighted_row_sums: " + std::to_string(n) + " rows and weights expected");
+  if (T == 0 || width == 0) return;
+  const int32_t* device_rows = route_rows_.upload(rows.data(), n, stream_, false, mode_);
+  const auto* device_weights = static_cast<const float*>(
+      route_weights_.upload(weights.data(), n * sizeof(float), stream_, mode_));
+  check(cuda::weighted_row_sums(out, src, width, T, m, device_rows, device_weights, stream_),
+        "weighted_row_sums");
+}
+
 void CudaBackend::embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) {
   const auto timed = profile_->scope("embed");
   forget_acts();

@@ -40,6 +40,13 @@ cudaError_t swiglu(const float* gate, const float* up, float* out, size_t n, cud
 cudaError_t mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n,
                         cudaStream_t stream, Int8ActsOut acts = {}, bool early_gate = false);
 
+// moe_rows.cu: Backend::gather_rows and Backend::weighted_row_sums with their row indices
+// (and weights) already on the device.
+cudaError_t gather_rows(float* dst, const float* src, int64_t width, const int32_t* rows,
+                        int64_t n_rows, cudaStream_t stream);
+cudaError_t weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
+                              const int32_t* rows, const float* weights, cudaStream_t stream);
+
 // best_logits.cu: Backend::best_logits_rows on the device. For each of `rows` rows of n logits
 // at src, its k best (k <= kBestLogitsMax, n <= 2^32) into values[row * k ..] and
 // ids[row * k ..], best first in the sampler's order. `scratch` holds

@@ -38,11 +38,8 @@ class Qwen35Model final : public Model {
     const Config& c = weights_.config();
     const int64_t H = c.hidden;
     info_.architecture = c.gguf_architecture();
-    if (c.moe() && backend_.name() != "cpu")
-      throw BackendUnsupported(weights_.where() +
-                               ": a mixture-of-experts model (qwen35moe) runs on the CPU backend "
-                               "only for now; the " +
-                               backend_.name() + " backend has no expert routing yet");
+    // Its blocks route on the host between ops (modules::MoeMlp), so no step is recorded.
+    step_by_step_ = c.moe();
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
@@ -350,9 +347,10 @@ class Qwen35Model final : public Model {
       static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
     // A decode step (one token per sequence, last-position logits) is launch-bound: it may
     // run as one recorded unit (Backend::begin_step), ended before the logits download.
-    const bool decode = std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
-      return item.tokens.size() == 1 && !item.all_logits;
-    });
+    const bool decode =
+        !step_by_step_ && std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
+          return item.tokens.size() == 1 && !item.all_logits;
+        });
     // The host layers of a split model run once, before the device's step: a replayed step
     // that turns out to differ runs again, and their states must not advance twice.
     if (host_layers_ > 0) forward_host_layers(items, total);
@@ -703,6 +701,7 @@ class Qwen35Model final : public Model {
   std::vector<PagedSequence> paged_;
   int64_t logit_capacity_ = kLogitRows;  // rows logits_ holds
   bool graph_step_ = false;              // between begin_step and end_step
+  bool step_by_step_ = false;            // never a recorded step (mixture-of-experts blocks)
   bool finish_later_ = false;            // the step's logits are waited for after walk_ahead
   bool direct_logits_ = false;           // the last projection wrote them to host memory
   // What the pass made ahead assumed of each sequence (walk_ahead); empty when none is held.

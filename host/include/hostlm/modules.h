@@ -98,8 +98,9 @@ struct SwigluMlp {
 };
 
 // Working memory of the mixture-of-experts blocks of one model (they run one at a time):
-// backend buffers for the router logits, the rows routed to experts and what they return,
-// and host arrays for deciding the routes. Sized at load for up to max_tokens tokens.
+// backend buffers for the router logits and shared-expert gate, the rows routed to experts and
+// what the experts (and the shared expert) return, and host arrays for deciding the routes.
+// Sized at load for up to max_tokens tokens.
 class MoeScratch {
  public:
   MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t n_experts,
@@ -111,11 +112,14 @@ class MoeScratch {
  private:
   friend struct MoeMlp;
   int64_t max_tokens_, hidden_, n_experts_, n_used_;
-  std::unique_ptr<Buffer> logits_, routed_in_, routed_out_, shared_out_, shared_gate_;
-  std::vector<float> host_logits_, host_routed_, host_out_, host_shared_, host_gate_;
-  // Per routed row (token, weight), per token and slot (expert, weight), per expert.
-  std::vector<int32_t> row_token_, chosen_, order_, expert_rows_, next_row_;
-  std::vector<float> row_weight_, weights_, probs_;
+  // gate_logits_: the router's logits [T, n_experts], then the shared expert's gate [T].
+  // expert_out_: [T * (n_used + 1), hidden], the routed rows' outputs then the shared expert's.
+  std::unique_ptr<Buffer> gate_logits_, routed_in_, expert_out_;
+  std::vector<float> host_gate_logits_;
+  // Per routed row its token; per token and slot (expert, weight); per expert its first row;
+  // per token the rows it sums and their weights (sum_rows_, sum_weights_: [T, n_used + 1]).
+  std::vector<int32_t> row_token_, chosen_, order_, expert_rows_, next_row_, sum_rows_, filled_;
+  std::vector<float> row_weight_, weights_, probs_, sum_weights_;
 };
 
 // A mixture-of-experts feed-forward block (Qwen3.5-MoE, spec 2.8): a softmax over the router's
@@ -123,10 +127,11 @@ class MoeScratch {
 // weighted by them and summed, plus an always-on shared expert scaled by
 // sigmoid(shared_gate . x).
 //
-// The routes are decided on the host: the router logits come back with download, the rows of
-// each expert are gathered there and every chosen expert runs once over all of its rows. On
-// the CPU backend these transfers are copies; a GPU backend would stall on them every layer,
-// so plugins keep these blocks off GPU backends until those have routing kernels.
+// The routes are decided on the host: the router logits come back with download (one wait a
+// block), then the backend gathers each expert's rows (gather_rows), every chosen expert runs
+// once over all of its rows, and weighted_row_sums adds each token's outputs up in expert
+// order, the shared expert last. The wait keeps these blocks out of recorded decode steps
+// (Backend::begin_step), so a plugin runs a model with them step by step.
 struct MoeMlp {
   Weight router;                   // [E, H]
   std::vector<SwigluMlp> experts;  // E of them

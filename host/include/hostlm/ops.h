@@ -152,6 +152,21 @@ class Backend {
   virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride,
                          int64_t rows, int64_t n) = 0;
 
+  // Row i of dst = row rows[i] of src, rows of `width` floats, for every i of `rows` (a host
+  // array). The default copies them one by one.
+  virtual void gather_rows(float* dst, const float* src, int64_t width,
+                           std::span<const int32_t> rows) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      copy_rows(dst + static_cast<int64_t>(i) * width, static_cast<size_t>(width),
+                src + int64_t{rows[i]} * width, static_cast<size_t>(width), 1, width);
+  }
+  // Row t of out = the sum over j < m, in that order from zero, of weights[t * m + j] times
+  // row rows[t * m + j] of src (rows of `width` floats; rows and weights are host arrays of
+  // T * m), for t < T. How a mixture-of-experts block adds up its experts' outputs. The
+  // default brings the rows to the host and back.
+  virtual void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
+                                 std::span<const int32_t> rows, std::span<const float> weights);
+
   // out[t] = row tokens[t] of `table` (any weight type), for t < T.
   virtual void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) = 0;
   // y[T, w.rows] = x[T, w.cols] * w^T

@@ -15,16 +15,11 @@ MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int
   const auto rows = static_cast<size_t>(max_tokens * n_used);
   const auto tokens = static_cast<size_t>(max_tokens);
   const auto h = static_cast<size_t>(hidden);
-  logits_ = backend.alloc(tokens * static_cast<size_t>(n_experts));
+  const auto sums = tokens * static_cast<size_t>(n_used + 1);
+  gate_logits_ = backend.alloc(tokens * static_cast<size_t>(n_experts + 1));
   routed_in_ = backend.alloc(rows * h);
-  routed_out_ = backend.alloc(rows * h);
-  shared_out_ = backend.alloc(tokens * h);
-  shared_gate_ = backend.alloc(tokens);
-  host_logits_.resize(tokens * static_cast<size_t>(n_experts));
-  host_routed_.resize(rows * h);
-  host_out_.resize(tokens * h);
-  host_shared_.resize(tokens * h);
-  host_gate_.resize(tokens);
+  expert_out_ = backend.alloc(sums * h);
+  host_gate_logits_.resize(tokens * static_cast<size_t>(n_experts + 1));
   row_token_.resize(rows);
   row_weight_.resize(rows);
   chosen_.resize(rows);
@@ -33,13 +28,16 @@ MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int
   order_.resize(static_cast<size_t>(n_experts));
   expert_rows_.resize(static_cast<size_t>(n_experts) + 1);
   next_row_.resize(static_cast<size_t>(n_experts));
+  sum_rows_.resize(sums);
+  sum_weights_.resize(sums);
+  filled_.resize(tokens);
 }
 
 int64_t MoeScratch::floats() const {
-  const int64_t rows = max_tokens_ * n_used_;
-  const int64_t backend =
-      max_tokens_ * n_experts_ + 2 * rows * hidden_ + max_tokens_ * hidden_ + max_tokens_;
-  return 2 * backend - rows * hidden_ + rows * 4;  // host mirrors (not of the routed input), routes
+  const int64_t rows = max_tokens_ * n_used_, sums = max_tokens_ * (n_used_ + 1);
+  const int64_t logits = max_tokens_ * (n_experts_ + 1);
+  const int64_t backend = logits + rows * hidden_ + sums * hidden_;
+  return backend + logits + rows * 4 + sums * 2 + max_tokens_;  // host: logits, routes, sums
 }
 
 namespace {
@@ -80,61 +78,67 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
   if (T > m.max_tokens_ || E != m.n_experts_ || H != m.hidden_ || k != m.n_used_ ||
       static_cast<int64_t>(experts.size()) != E)
     throw Error("mixture-of-experts block does not match its scratch");
-  const auto h = static_cast<size_t>(H);
+  const auto rows = static_cast<size_t>(T * k);
 
-  // Routes: for every token its k experts and weights, then the rows grouped by expert (in
-  // token order within each), which is the order the experts' outputs are summed in.
-  be.matmul(router, x, T, m.logits_->data());
-  be.download(m.host_logits_.data(), m.logits_->data(), static_cast<size_t>(T * E));
+  // The router's logits and the shared expert's gate come back together: the block's one wait.
+  float* logits = m.gate_logits_->data();
+  float* gate = logits + T * E;
+  if (has_shared) {
+    const MatmulOut products[] = {{&router, logits}, {&shared_gate, gate}};
+    be.matmul_same_input(products, x, T);
+  } else {
+    be.matmul(router, x, T, logits);
+  }
+  be.download(m.host_gate_logits_.data(), logits,
+              static_cast<size_t>(T * (E + (has_shared ? 1 : 0))));
+  const float* host_logits = m.host_gate_logits_.data();
   int32_t* chosen = m.chosen_.data();
   float* weights = m.weights_.data();
   for (int64_t t = 0; t < T; ++t)
-    route_token(m.host_logits_.data() + t * E, E, k, chosen + t * k, weights + t * k, m.probs_,
-                m.order_);
+    route_token(host_logits + t * E, E, k, chosen + t * k, weights + t * k, m.probs_, m.order_);
+
+  // Rows grouped by expert (in token order within each): every chosen expert runs once.
   std::vector<int32_t>& first = m.expert_rows_;  // rows of expert e: [first[e], first[e + 1])
   std::fill(first.begin(), first.end(), 0);
-  for (int64_t i = 0; i < T * k; ++i) ++first[static_cast<size_t>(chosen[i]) + 1];
+  for (size_t i = 0; i < rows; ++i) ++first[static_cast<size_t>(chosen[i]) + 1];
   std::partial_sum(first.begin(), first.end(), first.begin());
   std::vector<int32_t>& next = m.next_row_;
   std::copy(first.begin(), first.end() - 1, next.begin());
-  // Each token's row goes to its experts' places, backend to backend (a copy on the CPU).
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
-      const int32_t r = next[static_cast<size_t>(chosen[t * k + j])]++;
-      m.row_token_[static_cast<size_t>(r)] = static_cast<int32_t>(t);
-      m.row_weight_[static_cast<size_t>(r)] = weights[t * k + j];
-      be.copy_rows(m.routed_in_->data() + int64_t{r} * H, h, x + t * H, h, 1, H);
+      const auto r = static_cast<size_t>(next[static_cast<size_t>(chosen[t * k + j])]++);
+      m.row_token_[r] = static_cast<int32_t>(t);
+      m.row_weight_[r] = weights[t * k + j];
     }
-  const auto rows = static_cast<size_t>(T * k);
-
+  be.gather_rows(m.routed_in_->data(), x, H, std::span<const int32_t>(m.row_token_.data(), rows));
+  float* expert_out = m.expert_out_->data();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t r0 = first[static_cast<size_t>(e)], n = first[static_cast<size_t>(e) + 1] - r0;
     if (n > 0)
       experts[static_cast<size_t>(e)].forward(be, s, m.routed_in_->data() + r0 * H, n,
-                                              m.routed_out_->data() + r0 * H);
+                                              expert_out + r0 * H);
   }
-  be.download(m.host_routed_.data(), m.routed_out_->data(), rows * h);
+  if (has_shared) shared.forward(be, s, x, T, expert_out + static_cast<int64_t>(rows) * H);
 
-  std::fill_n(m.host_out_.data(), static_cast<size_t>(T) * h, 0.f);
+  // Each token sums its rows in row order (experts ascending), then the shared expert's.
+  const int64_t per_token = k + (has_shared ? 1 : 0);
+  std::fill_n(m.filled_.data(), T, 0);
   for (size_t r = 0; r < rows; ++r) {
-    float* dst = m.host_out_.data() + static_cast<size_t>(m.row_token_[r]) * h;
-    const float* src = m.host_routed_.data() + r * h;
-    const float w = m.row_weight_[r];
-    for (size_t i = 0; i < h; ++i) dst[i] += src[i] * w;
+    const int32_t t = m.row_token_[r];
+    const auto at = static_cast<size_t>(t * per_token + m.filled_[static_cast<size_t>(t)]++);
+    m.sum_rows_[at] = static_cast<int32_t>(r);
+    m.sum_weights_[at] = m.row_weight_[r];
   }
-  if (has_shared) {
-    shared.forward(be, s, x, T, m.shared_out_->data());
-    be.matmul(shared_gate, x, T, m.shared_gate_->data());
-    be.download(m.host_shared_.data(), m.shared_out_->data(), static_cast<size_t>(T) * h);
-    be.download(m.host_gate_.data(), m.shared_gate_->data(), static_cast<size_t>(T));
+  if (has_shared)
     for (int64_t t = 0; t < T; ++t) {
-      const float g = 1.f / (1.f + std::exp(-m.host_gate_[static_cast<size_t>(t)]));
-      float* dst = m.host_out_.data() + t * H;
-      const float* src = m.host_shared_.data() + t * H;
-      for (size_t i = 0; i < h; ++i) dst[i] += g * src[i];
+      const auto at = static_cast<size_t>(t * per_token + k);
+      m.sum_rows_[at] = static_cast<int32_t>(static_cast<int64_t>(rows) + t);
+      m.sum_weights_[at] = 1.f / (1.f + std::exp(-host_logits[T * E + t]));
     }
-  }
-  be.upload(out, m.host_out_.data(), static_cast<size_t>(T) * h);
+  const auto sums = static_cast<size_t>(T * per_token);
+  be.weighted_row_sums(out, expert_out, H, T, per_token,
+                       std::span<const int32_t>(m.sum_rows_.data(), sums),
+                       std::span<const float>(m.sum_weights_.data(), sums));
 }
 
 }  // namespace hostlm::modules

@@ -22,7 +22,7 @@ using testing::ReferenceModel;
 // As the CPU test: weights used as stored, float32 arithmetic, relative to the logit std.
 constexpr double kTolerance = 1e-4;
 
-const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16"};
+const char* kModels[] = {"tiny-tied-f32", "tiny-untied-bf16", "tiny-vl-dkdv-f16", "tiny-moe-f32"};
 
 ModelLoadOptions on(const std::string& backend, int64_t max_batch = 256) {
   ModelLoadOptions o;

@@ -447,6 +447,31 @@ TEST_F(CudaOps, ElementwiseOps) {
   expect_close(dst, from_gpu(dd->data(), dst.size()), "copy_rows", 0.0);
 }
 
+// A mixture-of-experts block's row movements: rows gathered (repeats included) and weighted
+// sums of rows per token, over more rows than one launch's grid holds.
+TEST_F(CudaOps, GatherRowsAndWeightedRowSumsMatchCpu) {
+  const int64_t width = 300, src_rows = 40;
+  const std::vector<float> src = random(static_cast<size_t>(src_rows * width));
+  std::uniform_int_distribution<int32_t> pick(0, src_rows - 1);
+  std::vector<int32_t> rows(70000);
+  for (int32_t& r : rows) r = pick(rng_);
+  auto sd = to_gpu(src);
+  auto gathered = gpu_->alloc(rows.size() * static_cast<size_t>(width));
+  gpu_->gather_rows(gathered->data(), sd->data(), width, rows);
+  std::vector<float> want(rows.size() * static_cast<size_t>(width));
+  cpu_->gather_rows(want.data(), src.data(), width, rows);
+  expect_close(want, from_gpu(gathered->data(), want.size()), "gather_rows", 0.0);
+
+  const int64_t m = 9, T = static_cast<int64_t>(rows.size()) / m;
+  const std::vector<float> weights = random(static_cast<size_t>(T * m), 0.f, 1.f);
+  const std::span<const int32_t> sum_rows(rows.data(), static_cast<size_t>(T * m));
+  std::vector<float> sums(static_cast<size_t>(T * width));
+  cpu_->weighted_row_sums(sums.data(), src.data(), width, T, m, sum_rows, weights);
+  auto sums_d = gpu_->alloc(sums.size());
+  gpu_->weighted_row_sums(sums_d->data(), sd->data(), width, T, m, sum_rows, weights);
+  expect_close(sums, from_gpu(sums_d->data(), sums.size()), "weighted_row_sums");
+}
+
 TEST_F(CudaOps, FreshBuffersAreZero) {
   auto b = gpu_->alloc(333);
   expect_close(std::vector<float>(333, 0.f), from_gpu(b->data(), 333), "alloc", 0.0);

@@ -1,0 +1,30 @@
+// Default bodies of Backend ops that are too long to sit in ops.h.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "hostlm/error.h"
+#include "hostlm/ops.h"
+
+namespace hostlm {
+
+// Correct on any backend, fast on none: both backends override it. Allocates, since a backend
+// that takes this path has no scratch for it.
+void Backend::weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
+                                std::span<const int32_t> rows, std::span<const float> weights) {
+  const auto n = static_cast<size_t>(T * m);
+  if (rows.size() != n || weights.size() != n)
+    throw Error("weighted_row_sums: " + std::to_string(n) + " rows and weights expected");
+  const auto w = static_cast<size_t>(width);
+  std::vector<float> row(w), sums(static_cast<size_t>(T) * w, 0.f);
+  for (size_t t = 0; t < static_cast<size_t>(T); ++t)
+    for (size_t j = 0; j < static_cast<size_t>(m); ++j) {
+      const size_t i = t * static_cast<size_t>(m) + j;
+      download(row.data(), src + int64_t{rows[i]} * width, w);
+      float* dst = sums.data() + t * w;
+      for (size_t d = 0; d < w; ++d) dst[d] += weights[i] * row[d];
+    }
+  upload(out, sums.data(), sums.size());
+}
+
+}  // namespace hostlm

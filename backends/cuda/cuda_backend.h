@@ -91,6 +91,15 @@ class CudaBackend final : public Backend {
                    std::span<const int32_t> rows) override;
   void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
                          std::span<const int32_t> rows, std::span<const float> weights) override;
+  bool offers_device_routing(int64_t n_experts) const override;
+  void moe_route(const float* logits, int64_t T, int64_t E, int64_t n_used, int32_t* ids,
+                 float* weights) override;
+  Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side_by_side) override;
+  void combine_experts(std::span<const Weight> experts, const int32_t* ids, int64_t n,
+                       bool side_by_side, const Weight& combined) override;
+  void scale_segments(float* x, const float* weights, int64_t n, int64_t width) override;
+  void add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T,
+                         int64_t n) override;
   void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) override;
   void add(float* x, const float* y, size_t n) override;
   void mul_sigmoid(float* x, const float* gate, size_t gate_stride, int64_t T, int64_t n) override;

@@ -1,7 +1,8 @@
-// The row movements of a mixture-of-experts block (Backend::gather_rows and
-// Backend::weighted_row_sums): each token's row copied to its experts' places, and the
-// experts' output rows weighted and summed back per token. Row and weight tables come from
-// the host through staging (elementwise_ops.cpp).
+// The kernels of a mixture-of-experts block. Routed on the host: each token's row copied to
+// its experts' places and the experts' output rows weighted and summed back per token
+// (Backend::gather_rows, weighted_row_sums; their tables come through staging). Routed on the
+// device (moe_ops.cpp): the top-k routing, the chosen experts' matrices copied into one
+// combined matrix, the SwiGLU segments scaled by their weights, the shared expert's gated add.
 #include <algorithm>
 #include <cstdint>
 
@@ -63,6 +64,155 @@ cudaError_t weighted_row_sums(float* out, const float* src, int64_t width, int64
                   kThreads, 0, stream, out + first * width, src, width, m, rows + first * m,
                   weights + first * m);
   }
+  return cudaGetLastError();
+}
+
+namespace {
+
+__global__ void moe_route_kernel(const float* logits, int64_t E, int k, int32_t* ids,
+                                 float* weights) {
+  pdl_begin();
+  extern __shared__ float p[];  // [E] probabilities, chosen ones struck out
+  const int64_t t = blockIdx.x;
+  const int lane = static_cast<int>(threadIdx.x);
+  const float* l = logits + t * E;
+  float top = -INFINITY;
+  for (int64_t e = lane; e < E; e += 32) top = fmaxf(top, l[e]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(~0u, top, o));
+  float sum = 0.f;
+  for (int64_t e = lane; e < E; e += 32) {
+    p[e] = expf(l[e] - top);
+    sum += p[e];
+  }
+  sum = warp_sum(sum);
+  for (int64_t e = lane; e < E; e += 32) {
+    const float q = p[e] / sum;
+    p[e] = isnan(q) ? -1.f : q;  // a NaN ranks last, as on the host
+  }
+  __syncwarp();
+  for (int j = 0; j < k; ++j) {
+    float best = -INFINITY;
+    int64_t at = E;
+    for (int64_t e = lane; e < E; e += 32)
+      if (p[e] > best) best = p[e], at = e;  // lanes walk up, so ties keep the lower index
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float b = __shfl_xor_sync(~0u, best, o);
+      const int64_t a = __shfl_xor_sync(~0u, at, o);
+      if (b > best || (b == best && a < at)) best = b, at = a;
+    }
+    if (lane == 0) {
+      ids[t * k + j] = static_cast<int32_t>(at);
+      weights[t * k + j] = best;
+      p[at] = -INFINITY;
+    }
+    __syncwarp();
+  }
+  if (lane == 0) {
+    float chosen = 0.f;
+    for (int j = 0; j < k; ++j) chosen += weights[t * k + j];
+    for (int j = 0; j < k; ++j) weights[t * k + j] /= chosen;
+  }
+}
+
+template <typename Unit>
+__device__ __forceinline__ void copy_unit(uint8_t* to, const uint8_t* from) {
+  *reinterpret_cast<Unit*>(to) = *reinterpret_cast<const Unit*>(from);
+}
+
+__global__ void combine_experts_kernel(const ExpertCopy c, const int32_t* ids, uint8_t* dst) {
+  pdl_begin();
+  const int slot = static_cast<int>(blockIdx.y), region = static_cast<int>(blockIdx.z);
+  const uint8_t* src = c.experts[ids[slot]] + c.src_region[region];
+  uint8_t* out = dst + c.dst_region[region];
+  const int64_t run = c.run[region];
+  const int unit = c.unit[region];
+  const int64_t per_run = run / unit, total = c.rows * per_run;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / per_run, w = i % per_run;
+    const int64_t place = c.side_by_side ? r * c.n + slot : int64_t{slot} * c.rows + r;
+    const uint8_t* from = src + r * run + w * unit;
+    uint8_t* to = out + place * run + w * unit;
+    switch (unit) {
+      case 16:
+        copy_unit<uint4>(to, from);
+        break;
+      case 8:
+        copy_unit<uint2>(to, from);
+        break;
+      case 4:
+        copy_unit<uint32_t>(to, from);
+        break;
+      case 2:
+        copy_unit<uint16_t>(to, from);
+        break;
+      default:
+        *to = *from;
+    }
+  }
+}
+
+__global__ void scale_segments_kernel(float* x, const float* weights, int64_t width, int64_t n) {
+  pdl_begin();
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n * width;
+       i += int64_t{gridDim.x} * blockDim.x)
+    x[i] *= weights[i / width];
+}
+
+__global__ void add_sigmoid_gated_kernel(float* out, const float* y, const float* gate, int64_t n,
+                                         int64_t total) {
+  pdl_begin();
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const float g = 1.f / (1.f + expf(-gate[i / n]));
+    out[i] = __fadd_rn(out[i], __fmul_rn(g, y[i]));
+  }
+}
+
+unsigned blocks_over(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1024));
+}
+
+}  // namespace
+
+cudaError_t moe_route(const float* logits, int64_t T, int64_t E, int64_t k, int32_t* ids,
+                      float* weights, cudaStream_t stream) {
+  if (T == 0) return cudaSuccess;
+  if (E < 1 || k < 1 || k > E || T > 2147483647) return cudaErrorInvalidValue;
+  launch_kernel(moe_route_kernel, static_cast<unsigned>(T), 32, sizeof(float) * E, stream, logits,
+                E, static_cast<int>(k), ids, weights);
+  return cudaGetLastError();
+}
+
+cudaError_t combine_experts(const ExpertCopy& copy, const int32_t* ids, void* dst,
+                            cudaStream_t stream) {
+  if (copy.n == 0) return cudaSuccess;
+  if (copy.n > 65535 || copy.n_regions < 1 || copy.n_regions > 4) return cudaErrorInvalidValue;
+  int64_t most = 0;
+  for (int j = 0; j < copy.n_regions; ++j)
+    most = std::max(most, copy.rows * copy.run[j] / copy.unit[j]);
+  launch_kernel(
+      combine_experts_kernel,
+      dim3(blocks_over(most), static_cast<unsigned>(copy.n), static_cast<unsigned>(copy.n_regions)),
+      kThreads, 0, stream, copy, ids, static_cast<uint8_t*>(dst));
+  return cudaGetLastError();
+}
+
+cudaError_t scale_segments(float* x, const float* weights, int64_t n, int64_t width,
+                           cudaStream_t stream) {
+  if (n * width == 0) return cudaSuccess;
+  launch_kernel(scale_segments_kernel, blocks_over(n * width), kThreads, 0, stream, x, weights,
+                width, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T, int64_t n,
+                              cudaStream_t stream) {
+  if (T * n == 0) return cudaSuccess;
+  launch_kernel(add_sigmoid_gated_kernel, blocks_over(T * n), kThreads, 0, stream, out, y, gate, n,
+                T * n);
   return cudaGetLastError();
 }
 

@@ -29,7 +29,11 @@ enum OpKind {
   kDeltaRuleNorm,
   kQkNormRopeStore,
   kMatmulSwiglu,
-  kDeltaRuleChunked
+  kDeltaRuleChunked,
+  kMoeRoute,
+  kCombineExperts,
+  kScaleSegments,
+  kAddSigmoidGated
 };
 
 inline const char* op_kind_name(int kind) {
@@ -55,8 +59,12 @@ inline const char* op_kind_name(int kind) {
                                            "delta_rule_norm",
                                            "qk_norm_rope_store",
                                            "matmul_swiglu",
-                                           "delta_rule_chunked"};
-  static_assert(std::size(kNames) == kDeltaRuleChunked + 1, "a name for every op kind");
+                                           "delta_rule_chunked",
+                                           "moe_route",
+                                           "combine_experts",
+                                           "scale_segments",
+                                           "add_sigmoid_gated"};
+  static_assert(std::size(kNames) == kAddSigmoidGated + 1, "a name for every op kind");
   return kind >= 0 && kind < static_cast<int>(std::size(kNames)) ? kNames[kind] : "?";
 }
 

@@ -38,8 +38,6 @@ class Qwen35Model final : public Model {
     const Config& c = weights_.config();
     const int64_t H = c.hidden;
     info_.architecture = c.gguf_architecture();
-    // Its blocks route on the host between ops (modules::MoeMlp), so no step is recorded.
-    step_by_step_ = c.moe();
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
@@ -154,9 +152,13 @@ class Qwen35Model final : public Model {
         modules::scratch_widths({c.n_head, c.n_head_kv, c.head_dim, c.conv_channels(),
                                  c.value_dim(), c.n_v_heads, c.widest_ffn()});
     scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, widths);
-    if (c.moe())
+    if (c.moe()) {
       moe_scratch_ = std::make_unique<modules::MoeScratch>(backend_, max_batch_, H, c.n_experts,
                                                            c.n_experts_used);
+      for (size_t i = static_cast<size_t>(host_layers_); i < layers_.size(); ++i)
+        moe_scratch_->prepare(backend_, std::get<MoeMlp>(layers_[i].mlp));
+      if (host_layers_ < c.n_layers) moe_ = &std::get<MoeMlp>(layers_.back().mlp);
+    }
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     mixed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
@@ -186,9 +188,10 @@ class Qwen35Model final : public Model {
     slices_.reserve(static_cast<size_t>(max_batch_));
     paged_.reserve(static_cast<size_t>(max_batch_));
     info_.scratch_bytes =
-        sizeof(float) *
-        static_cast<size_t>(scratch_->floats() + 3 * max_batch_ * H + logit_capacity_ * c.n_vocab +
-                            (moe_scratch_ ? moe_scratch_->floats() : 0));
+        sizeof(float) * static_cast<size_t>(scratch_->floats() + 3 * max_batch_ * H +
+                                            logit_capacity_ * c.n_vocab +
+                                            (moe_scratch_ ? moe_scratch_->floats() : 0)) +
+        (moe_scratch_ ? moe_scratch_->combined_bytes() : 0);
     info_.description = std::string(c.moe() ? "Qwen3.5-MoE: " : "Qwen3.5: ") +
                         std::to_string(c.n_layers) + " layers (" + std::to_string(n_attention) +
                         " attention, " + std::to_string(n_deltanet) + " Gated DeltaNet), hidden " +
@@ -219,11 +222,10 @@ class Qwen35Model final : public Model {
     MoeMlp moe;
     moe.n_used = c.n_experts_used;
     moe.router = linear("ffn_gate_inp.weight", c.n_experts, H);
-    std::vector<Weight> gates, ups, downs;
     for (auto [name, rows, cols, out] :
-         {std::tuple{"ffn_gate_exps.weight", c.expert_ffn, H, &gates},
-          {"ffn_up_exps.weight", c.expert_ffn, H, &ups},
-          {"ffn_down_exps.weight", H, c.expert_ffn, &downs}}) {
+         {std::tuple{"ffn_gate_exps.weight", c.expert_ffn, H, &moe.gates},
+          {"ffn_up_exps.weight", c.expert_ffn, H, &moe.ups},
+          {"ffn_down_exps.weight", H, c.expert_ffn, &moe.downs}}) {
       const TensorView& all = weights_.require(layer + name, {c.n_experts, rows, cols});
       count(all);
       const size_t bytes = all.nbytes / static_cast<size_t>(c.n_experts);
@@ -235,10 +237,6 @@ class Qwen35Model final : public Model {
         one.nbytes = bytes;
         out->push_back(b.load_weight(one));
       }
-    }
-    for (int64_t e = 0; e < c.n_experts; ++e) {
-      const auto j = static_cast<size_t>(e);
-      moe.experts.push_back(SwigluMlp{gates[j], ups[j], downs[j]});
     }
     if (c.shared_ffn > 0) {
       moe.has_shared = true;
@@ -347,10 +345,11 @@ class Qwen35Model final : public Model {
       static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
     // A decode step (one token per sequence, last-position logits) is launch-bound: it may
     // run as one recorded unit (Backend::begin_step), ended before the logits download.
-    const bool decode =
-        !step_by_step_ && std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
-          return item.tokens.size() == 1 && !item.all_logits;
-        });
+    // A mixture-of-experts block waits for the host unless the backend routes (MoeMlp).
+    const bool decode = (!moe_ || moe_->routes_on_backend(backend_, total)) &&
+                        std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
+                          return item.tokens.size() == 1 && !item.all_logits;
+                        });
     // The host layers of a split model run once, before the device's step: a replayed step
     // that turns out to differ runs again, and their states must not advance twice.
     if (host_layers_ > 0) forward_host_layers(items, total);
@@ -701,7 +700,7 @@ class Qwen35Model final : public Model {
   std::vector<PagedSequence> paged_;
   int64_t logit_capacity_ = kLogitRows;  // rows logits_ holds
   bool graph_step_ = false;              // between begin_step and end_step
-  bool step_by_step_ = false;            // never a recorded step (mixture-of-experts blocks)
+  const MoeMlp* moe_ = nullptr;          // a device layer's block, if the model has experts
   bool finish_later_ = false;            // the step's logits are waited for after walk_ahead
   bool direct_logits_ = false;           // the last projection wrote them to host memory
   // What the pass made ahead assumed of each sequence (walk_ahead); empty when none is held.

@@ -39,6 +39,9 @@ class QuantMatmul {
   Weight load(const TensorView& view);
   // The same in mapped pinned host memory, for a table only embed() reads.
   Weight load_host(const TensorView& view);
+  // Makes room in the scratch buffers for products of a [rows, cols] matrix of `type` whose
+  // device copy is made elsewhere (a mixture-of-experts block's combined experts).
+  void reserve(DType type, int64_t rows, int64_t cols) { reserve_scratch(type, rows, cols); }
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
   // Prefill converts at most this many tokens' activations at once (kPrefillTokens, or fewer

@@ -97,20 +97,37 @@ struct SwigluMlp {
   void forward(Backend& be, Scratch& s, const float* x, int64_t T, float* out) const;
 };
 
+struct MoeMlp;
+
 // Working memory of the mixture-of-experts blocks of one model (they run one at a time):
 // backend buffers for the router logits and shared-expert gate, the rows routed to experts and
 // what the experts (and the shared expert) return, and host arrays for deciding the routes.
-// Sized at load for up to max_tokens tokens.
+// Sized at load for up to max_tokens tokens. On a backend that routes on its own
+// (Backend::offers_device_routing), prepare() adds what small decode steps use there: ids and
+// weights, and one combined weight per expert matrix type and shape.
 class MoeScratch {
  public:
   MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t n_experts,
              int64_t n_used);
   int64_t max_tokens() const { return max_tokens_; }
-  // Floats held on the backend and on the host together.
+  // For `block` (called at load for every block, before any forward).
+  void prepare(Backend& backend, const MoeMlp& block);
+  // Floats held on the backend and on the host together (the combined weights not included).
   int64_t floats() const;
+  // Bytes of the combined weights.
+  size_t combined_bytes() const { return combined_bytes_; }
 
  private:
   friend struct MoeMlp;
+  // One per role (0 gate, 1 up, 2 down: gate and up are read together) and expert type.
+  struct Combined {
+    int role;
+    DType type;
+    int64_t rows, cols;
+    Weight weight;
+  };
+  const Weight& combined_for(int role, const Weight& like) const;
+
   int64_t max_tokens_, hidden_, n_experts_, n_used_;
   // gate_logits_: the router's logits [T, n_experts], then the shared expert's gate [T].
   // expert_out_: [T * (n_used + 1), hidden], the routed rows' outputs then the shared expert's.
@@ -120,6 +137,12 @@ class MoeScratch {
   // per token the rows it sums and their weights (sum_rows_, sum_weights_: [T, n_used + 1]).
   std::vector<int32_t> row_token_, chosen_, order_, expert_rows_, next_row_, sum_rows_, filled_;
   std::vector<float> row_weight_, weights_, probs_, sum_weights_;
+  // Routing on the backend: ids and weights [kDeviceTokens, n_used], the combined experts'
+  // SwiGLU [n_used * widest expert] and its up half.
+  std::unique_ptr<Buffer> device_ids_, device_weights_, combined_h_, combined_up_;
+  std::vector<Combined> combined_;
+  size_t combined_bytes_ = 0;
+  int64_t widest_expert_ = 0;
 };
 
 // A mixture-of-experts feed-forward block (Qwen3.5-MoE, spec 2.8): a softmax over the router's
@@ -127,19 +150,33 @@ class MoeScratch {
 // weighted by them and summed, plus an always-on shared expert scaled by
 // sigmoid(shared_gate . x).
 //
-// The routes are decided on the host: the router logits come back with download (one wait a
-// block), then the backend gathers each expert's rows (gather_rows), every chosen expert runs
-// once over all of its rows, and weighted_row_sums adds each token's outputs up in expert
-// order, the shared expert last. The wait keeps these blocks out of recorded decode steps
-// (Backend::begin_step), so a plugin runs a model with them step by step.
+// Two ways to run it. Routed on the host (any backend, any T): the router logits come back
+// with download (one wait a block), the backend gathers each expert's rows (gather_rows),
+// every chosen expert runs once over all of its rows, and weighted_row_sums adds each token's
+// outputs up in expert order, the shared expert last. Routed on the backend (decode steps of
+// up to kDeviceTokens tokens where the backend offers it): moe_route picks the experts there,
+// combine_experts copies each token's chosen matrices into one gate, one up (stacked by rows)
+// and one down matrix (side by side), so that one SwiGLU product and one down product over the
+// weight-scaled SwiGLU give the weighted sum; nothing waits, so those steps can be recorded.
 struct MoeMlp {
-  Weight router;                   // [E, H]
-  std::vector<SwigluMlp> experts;  // E of them
-  int64_t n_used = 0;              // k
+  static constexpr int64_t kDeviceTokens = 4;
+  Weight router;                          // [E, H]
+  std::vector<Weight> gates, ups, downs;  // E of each: [F, H], [F, H], [H, F]
+  int64_t n_used = 0;                     // k
   bool has_shared = false;
   SwigluMlp shared;
   Weight shared_gate;  // [1, H]
+  // Whether a forward of T tokens on `be` runs without a host wait (see above).
+  bool routes_on_backend(const Backend& be, int64_t T) const {
+    return T <= kDeviceTokens && be.offers_device_routing(router.rows);
+  }
   void forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T, float* out) const;
+
+ private:
+  void forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
+                           float* out) const;
+  void forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
+                              float* out) const;
 };
 
 }  // namespace hostlm::modules

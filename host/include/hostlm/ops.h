@@ -167,6 +167,27 @@ class Backend {
   virtual void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
                                  std::span<const int32_t> rows, std::span<const float> weights);
 
+  // Mixture-of-experts decode steps on the backend alone, with no host wait, so that they can
+  // be recorded (begin_step). Offered where offers_device_routing(E) says so for E experts a
+  // stack; the defaults throw.
+  //   moe_route: for each of T tokens, from its router logits [T, E], the n_used largest
+  //     softmax probabilities renormalised to sum 1 (equal ones to the lower index, a NaN
+  //     last), as ids [T, n_used] and weights [T, n_used] in backend memory.
+  //   combined_weight: a weight for combine_experts, n matrices of experts' type and shape
+  //     stacked by rows ([n * rows, cols]) or side by side ([rows, n * cols]). Made at load.
+  //   combine_experts: fills `combined` with experts[ids[j]], j < n (ids in backend memory).
+  //   scale_segments: x[j * width + i] *= weights[j] for j < n.
+  //   add_sigmoid_gated: out[t, i] += sigmoid(gate[t]) * y[t, i] for t < T, i < n.
+  virtual bool offers_device_routing(int64_t /*n_experts*/) const { return false; }
+  virtual void moe_route(const float* logits, int64_t T, int64_t E, int64_t n_used, int32_t* ids,
+                         float* weights);
+  virtual Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side_by_side);
+  virtual void combine_experts(std::span<const Weight> experts, const int32_t* ids, int64_t n,
+                               bool side_by_side, const Weight& combined);
+  virtual void scale_segments(float* x, const float* weights, int64_t n, int64_t width);
+  virtual void add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T,
+                                 int64_t n);
+
   // out[t] = row tokens[t] of `table` (any weight type), for t < T.
   virtual void embed(const Weight& table, const int32_t* tokens, int64_t T, float* out) = 0;
   // y[T, w.rows] = x[T, w.cols] * w^T

@@ -1,6 +1,7 @@
 // Default bodies of Backend ops that are too long to sit in ops.h.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hostlm/error.h"
@@ -25,6 +26,30 @@ void Backend::weighted_row_sums(float* out, const float* src, int64_t width, int
       for (size_t d = 0; d < w; ++d) dst[d] += weights[i] * row[d];
     }
   upload(out, sums.data(), sums.size());
+}
+
+namespace {
+[[noreturn]] void not_offered(const Backend& b, const char* op) {
+  throw Error(std::string(op) + ": the " + b.name() +
+              " backend does not route experts on its own (offers_device_routing)");
+}
+}  // namespace
+
+void Backend::moe_route(const float*, int64_t, int64_t, int64_t, int32_t*, float*) {
+  not_offered(*this, "moe_route");
+}
+Weight Backend::combined_weight(std::span<const Weight>, int64_t, bool) {
+  not_offered(*this, "combined_weight");
+}
+void Backend::combine_experts(std::span<const Weight>, const int32_t*, int64_t, bool,
+                              const Weight&) {
+  not_offered(*this, "combine_experts");
+}
+void Backend::scale_segments(float*, const float*, int64_t, int64_t) {
+  not_offered(*this, "scale_segments");
+}
+void Backend::add_sigmoid_gated(float*, const float*, const float*, int64_t, int64_t) {
+  not_offered(*this, "add_sigmoid_gated");
 }
 
 }  // namespace hostlm

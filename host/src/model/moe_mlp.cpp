@@ -1,5 +1,6 @@
-// The mixture-of-experts block of modules.h: routing on the host, each chosen expert run once
-// over the rows routed to it.
+// The mixture-of-experts block of modules.h, routed on the host (each chosen expert run once
+// over the rows routed to it) or on the backend (each token's experts combined into one
+// SwiGLU product and one down product).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -31,6 +32,41 @@ MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int
   sum_rows_.resize(sums);
   sum_weights_.resize(sums);
   filled_.resize(tokens);
+}
+
+void MoeScratch::prepare(Backend& backend, const MoeMlp& block) {
+  if (!block.routes_on_backend(backend, 1)) return;
+  const int64_t k = n_used_, tokens = MoeMlp::kDeviceTokens;
+  if (!device_ids_) {
+    device_ids_ = backend.alloc(static_cast<size_t>(tokens * k));  // int32 in float slots
+    device_weights_ = backend.alloc(static_cast<size_t>(tokens * k));
+  }
+  const int64_t width = block.gates.empty() ? 0 : block.gates.front().rows;
+  if (width > widest_expert_) {
+    widest_expert_ = width;
+    combined_h_ = backend.alloc(static_cast<size_t>(k * width));
+    combined_up_ = backend.alloc(static_cast<size_t>(k * width));
+  }
+  const std::vector<Weight>* roles[] = {&block.gates, &block.ups, &block.downs};
+  for (int role = 0; role < 3; ++role) {
+    const std::vector<Weight>& experts = *roles[role];
+    if (experts.empty()) continue;
+    const Weight& like = experts.front();
+    const bool known = std::any_of(combined_.begin(), combined_.end(), [&](const Combined& c) {
+      return c.role == role && c.type == like.type && c.rows == like.rows && c.cols == like.cols;
+    });
+    if (known) continue;
+    const Weight w = backend.combined_weight(experts, k, role == 2);
+    combined_.push_back({role, like.type, like.rows, like.cols, w});
+    combined_bytes_ += w.row_bytes * static_cast<size_t>(w.rows);
+  }
+}
+
+const Weight& MoeScratch::combined_for(int role, const Weight& like) const {
+  for (const Combined& c : combined_)
+    if (c.role == role && c.type == like.type && c.rows == like.rows && c.cols == like.cols)
+      return c.weight;
+  throw Error("mixture-of-experts block was not prepared for backend routing");
 }
 
 int64_t MoeScratch::floats() const {
@@ -75,9 +111,52 @@ void route_token(const float* logits, int64_t n_experts, int64_t n_used, int32_t
 void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
                      float* out) const {
   const int64_t E = router.rows, H = router.cols, k = n_used;
+  const auto e = static_cast<size_t>(E);
   if (T > m.max_tokens_ || E != m.n_experts_ || H != m.hidden_ || k != m.n_used_ ||
-      static_cast<int64_t>(experts.size()) != E)
+      gates.size() != e || ups.size() != e || downs.size() != e)
     throw Error("mixture-of-experts block does not match its scratch");
+  if (routes_on_backend(be, T))
+    forward_backend_routed(be, s, m, x, T, out);
+  else
+    forward_host_routed(be, s, m, x, T, out);
+}
+
+void MoeMlp::forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x,
+                                    int64_t T, float* out) const {
+  const int64_t E = router.rows, H = router.cols, k = n_used, F = gates.front().rows;
+  float* logits = m.gate_logits_->data();
+  float* gate = logits + T * E;
+  if (has_shared) {
+    const MatmulOut products[] = {{&router, logits}, {&shared_gate, gate}};
+    be.matmul_same_input(products, x, T);
+  } else {
+    be.matmul(router, x, T, logits);
+  }
+  auto* ids = reinterpret_cast<int32_t*>(m.device_ids_->data());
+  float* weights = m.device_weights_->data();
+  be.moe_route(logits, T, E, k, ids, weights);
+  const Weight& g = m.combined_for(0, gates.front());
+  const Weight& u = m.combined_for(1, ups.front());
+  const Weight& d = m.combined_for(2, downs.front());
+  float* h = m.combined_h_->data();
+  for (int64_t t = 0; t < T; ++t) {
+    be.combine_experts(gates, ids + t * k, k, false, g);
+    be.combine_experts(ups, ids + t * k, k, false, u);
+    be.combine_experts(downs, ids + t * k, k, true, d);
+    be.matmul_swiglu(g, u, x + t * H, 1, h, m.combined_up_->data());
+    be.scale_segments(h, weights + t * k, k, F);
+    be.matmul(d, h, 1, out + t * H);
+  }
+  if (has_shared) {
+    float* shared_out = m.expert_out_->data();
+    shared.forward(be, s, x, T, shared_out);
+    be.add_sigmoid_gated(out, shared_out, gate, T, H);
+  }
+}
+
+void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
+                                 float* out) const {
+  const int64_t E = router.rows, H = router.cols, k = n_used;
   const auto rows = static_cast<size_t>(T * k);
 
   // The router's logits and the shared expert's gate come back together: the block's one wait.
@@ -114,9 +193,10 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
   float* expert_out = m.expert_out_->data();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t r0 = first[static_cast<size_t>(e)], n = first[static_cast<size_t>(e) + 1] - r0;
+    const auto j = static_cast<size_t>(e);
     if (n > 0)
-      experts[static_cast<size_t>(e)].forward(be, s, m.routed_in_->data() + r0 * H, n,
-                                              expert_out + r0 * H);
+      SwigluMlp{gates[j], ups[j], downs[j]}.forward(be, s, m.routed_in_->data() + r0 * H, n,
+                                                    expert_out + r0 * H);
   }
   if (has_shared) shared.forward(be, s, x, T, expert_out + static_cast<int64_t>(rows) * H);
 

@@ -101,9 +101,12 @@ inline void quantize_block(DType type, const float* x, uint8_t* out) {
   }
 }
 
-// The linear weights of a model file: 2-D, rows of whole 32-value blocks, not the conv taps.
+// The linear weights of a model file: 2-D (or 3-D stacked experts, "_exps"), rows of whole
+// 32-value blocks, not the conv taps.
 inline bool is_linear_weight(const GgufTensorInfo& t) {
-  return t.ne.size() == 2 && t.ne[0] % 32 == 0 && t.name.find("conv1d") == std::string::npos &&
+  const bool shape_ok =
+      t.ne.size() == 2 || (t.ne.size() == 3 && t.name.find("_exps.") != std::string::npos);
+  return shape_ok && t.ne[0] % 32 == 0 && t.name.find("conv1d") == std::string::npos &&
          t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".weight") == 0;
 }
 

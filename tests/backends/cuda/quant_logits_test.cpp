@@ -151,5 +151,14 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CudaQuantizedModel,
                            return n;
                          });
 
+// The mixture-of-experts model: its decode steps route on the device (combined experts in
+// the split layouts of a 34-byte and an 18-byte block), its prefill on the host.
+INSTANTIATE_TEST_SUITE_P(TinyMoe, CudaQuantizedModel,
+                         ::testing::Combine(::testing::Values("tiny-moe-f32"),
+                                            ::testing::Values(DType::Q8_0, DType::Q4_0)),
+                         [](const auto& p) {
+                           return "tiny_moe_f32_" + std::string(dtype_name(std::get<1>(p.param)));
+                         });
+
 }  // namespace
 }  // namespace hostlm

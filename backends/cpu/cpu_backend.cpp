@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "cpu/thread_pool.h"
 #include "hostlm/best_logits.h"
 #include "hostlm/error.h"
+#include "hostlm/modules.h"
 
 namespace hostlm::cpu {
 namespace {
@@ -288,6 +292,59 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // The ops of a mixture-of-experts block routed on the backend (ops.h). The CPU does not
+  // offer them to blocks (offers_device_routing stays false: host routing runs each expert
+  // once over all of its rows, and copying experts costs more than it saves here), but they
+  // work, for tests that run that path on the CPU.
+  void moe_route(const float* logits, int64_t T, int64_t E, int64_t n_used, int32_t* ids,
+                 float* weights) override {
+    route_probs_.resize(static_cast<size_t>(E));
+    route_order_.resize(static_cast<size_t>(E));
+    for (int64_t t = 0; t < T; ++t)
+      modules::route_experts(logits + t * E, E, n_used, ids + t * n_used, weights + t * n_used,
+                             route_probs_, route_order_);
+  }
+  Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side_by_side) override {
+    if (experts.empty() || n < 1) throw Error("combined_weight: no experts");
+    Weight w = experts.front();
+    const size_t bytes = w.row_bytes * static_cast<size_t>(w.rows * n);
+    if (side_by_side) {
+      w.cols *= n;
+      w.row_bytes *= static_cast<size_t>(n);
+    } else {
+      w.rows *= n;
+    }
+    w.data = combined_.emplace_back(std::make_unique<uint8_t[]>(bytes)).get();
+    return w;
+  }
+  void combine_experts(std::span<const Weight> experts, const int32_t* ids, int64_t n,
+                       bool side_by_side, const Weight& combined) override {
+    auto* out = static_cast<uint8_t*>(const_cast<void*>(combined.data));
+    for (int64_t j = 0; j < n; ++j) {
+      if (ids[j] < 0 || static_cast<size_t>(ids[j]) >= experts.size())
+        throw Error("combine_experts: expert " + std::to_string(ids[j]) + " of " +
+                    std::to_string(experts.size()));
+      const Weight& e = experts[static_cast<size_t>(ids[j])];
+      const auto* in = static_cast<const uint8_t*>(e.data);
+      for (int64_t r = 0; r < e.rows; ++r) {
+        const int64_t place = side_by_side ? r * n + j : j * e.rows + r;
+        std::memcpy(out + static_cast<size_t>(place) * e.row_bytes,
+                    in + static_cast<size_t>(r) * e.row_bytes, e.row_bytes);
+      }
+    }
+  }
+  void scale_segments(float* x, const float* weights, int64_t n, int64_t width) override {
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < width; ++i) x[j * width + i] *= weights[j];
+  }
+  void add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T,
+                         int64_t n) override {
+    for (int64_t t = 0; t < T; ++t) {
+      const float g = 1.f / (1.f + std::exp(-gate[t]));
+      for (int64_t i = 0; i < n; ++i) out[t * n + i] += g * y[t * n + i];
+    }
+  }
+
  private:
   static int default_threads() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -296,6 +353,9 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<ThreadPool> pool_;
   std::vector<uint8_t> act_;  // quantized activations of the current matmul
+  std::vector<float> route_probs_;
+  std::vector<int32_t> route_order_;
+  std::vector<std::unique_ptr<uint8_t[]>> combined_;  // combined_weight's matrices
 };
 
 }  // namespace

@@ -99,6 +99,12 @@ struct SwigluMlp {
 
 struct MoeMlp;
 
+// One token's experts: the n_used largest softmax probabilities of its router logits [E],
+// renormalised to sum 1, in float32 as transformers computes them (equal probabilities to the
+// lower index, a NaN last), into ids[n_used] and weights[n_used]. probs and order: room for E.
+void route_experts(const float* logits, int64_t E, int64_t n_used, int32_t* ids, float* weights,
+                   std::vector<float>& probs, std::vector<int32_t>& order);
+
 // Working memory of the mixture-of-experts blocks of one model (they run one at a time):
 // backend buffers for the router logits and shared-expert gate, the rows routed to experts and
 // what the experts (and the shared expert) return, and host arrays for deciding the routes.

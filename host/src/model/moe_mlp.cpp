@@ -76,12 +76,8 @@ int64_t MoeScratch::floats() const {
   return backend + logits + rows * 4 + sums * 2 + max_tokens_;  // host: logits, routes, sums
 }
 
-namespace {
-
-// Experts of one token: the n_used largest softmax probabilities, renormalised to sum 1, in
-// float32 as transformers computes them. Equal probabilities go to the lower index.
-void route_token(const float* logits, int64_t n_experts, int64_t n_used, int32_t* chosen,
-                 float* weights, std::vector<float>& probs, std::vector<int32_t>& order) {
+void route_experts(const float* logits, int64_t n_experts, int64_t n_used, int32_t* chosen,
+                   float* weights, std::vector<float>& probs, std::vector<int32_t>& order) {
   const float top = *std::max_element(logits, logits + n_experts);
   float sum = 0.f;
   for (int64_t e = 0; e < n_experts; ++e) {
@@ -105,8 +101,6 @@ void route_token(const float* logits, int64_t n_experts, int64_t n_used, int32_t
     weights[j] = probs[static_cast<size_t>(order[j])] / chosen_sum;
   }
 }
-
-}  // namespace
 
 void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
                      float* out) const {
@@ -174,7 +168,7 @@ void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const f
   int32_t* chosen = m.chosen_.data();
   float* weights = m.weights_.data();
   for (int64_t t = 0; t < T; ++t)
-    route_token(host_logits + t * E, E, k, chosen + t * k, weights + t * k, m.probs_, m.order_);
+    route_experts(host_logits + t * E, E, k, chosen + t * k, weights + t * k, m.probs_, m.order_);
 
   // Rows grouped by expert (in token order within each): every chosen expert runs once.
   std::vector<int32_t>& first = m.expert_rows_;  // rows of expert e: [first[e], first[e + 1])

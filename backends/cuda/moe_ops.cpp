@@ -74,6 +74,9 @@ void CudaBackend::combine_experts(std::span<const Weight> experts, const int32_t
   if (experts.empty() || static_cast<int64_t>(experts.size()) > kMaxRoutedExperts)
     throw Error("combine_experts: " + std::to_string(experts.size()) + " experts (1 to " +
                 std::to_string(kMaxRoutedExperts) + " on the CUDA backend)");
+  // A replayed step only walks its ops: the copy plan below is for launches.
+  if (skip(kCombineExperts, experts.data(), experts.size(), ids, n, side_by_side, combined.data))
+    return;
   const Weight& like = experts.front();
   ExpertCopy copy{};
   copy.n = static_cast<int>(n);
@@ -109,8 +112,6 @@ void CudaBackend::combine_experts(std::span<const Weight> experts, const int32_t
                   static_cast<uint64_t>(copy.src_region[j]),
                   static_cast<uint64_t>(copy.dst_region[j]), static_cast<uint64_t>(copy.run[j])});
   }
-  if (skip(kCombineExperts, experts.data(), experts.size(), ids, n, side_by_side, combined.data))
-    return;
   check(cuda::combine_experts(copy, ids, const_cast<void*>(combined.data), stream_),
         "combine_experts");
 }

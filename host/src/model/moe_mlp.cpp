@@ -133,6 +133,10 @@ void MoeMlp::forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, cons
   const Weight& u = m.combined_for(1, ups.front());
   const Weight& d = m.combined_for(2, downs.front());
   float* h = m.combined_h_->data();
+  // The products read the combined matrices as weights, which a GPU backend may start
+  // loading before the op just before has finished (programmatic launch): so down's copy
+  // stands between gate's and up's copies and the SwiGLU product, and the SwiGLU product and
+  // the scaling between down's copy and the down product.
   for (int64_t t = 0; t < T; ++t) {
     be.combine_experts(gates, ids + t * k, k, false, g);
     be.combine_experts(ups, ids + t * k, k, false, u);

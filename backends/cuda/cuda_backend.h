@@ -91,6 +91,7 @@ class CudaBackend final : public Backend {
                    std::span<const int32_t> rows) override;
   void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
                          std::span<const int32_t> rows, std::span<const float> weights) override;
+  bool runs_experts() const override;
   bool offers_device_routing(int64_t n_experts) const override;
   void moe_route(const float* logits, int64_t T, int64_t E, int64_t n_used, int32_t* ids,
                  float* weights) override;

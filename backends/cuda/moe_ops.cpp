@@ -37,6 +37,16 @@ bool device_routing_enabled() {
 
 }  // namespace
 
+// Opt-in (HOSTLM_CUDA_MOE=1) until this path has run on a GPU: written in session 36, when no
+// GPU could be had; a model with experts loads on the CPU meanwhile (--backend auto).
+bool CudaBackend::runs_experts() const {
+  static const bool on = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_MOE");
+    return env != nullptr && env[0] == '1';
+  }();
+  return on;
+}
+
 bool CudaBackend::offers_device_routing(int64_t n_experts) const {
   return device_routing_enabled() && n_experts >= 1 && n_experts <= kMaxRoutedExperts;
 }

@@ -38,6 +38,11 @@ class Qwen35Model final : public Model {
     const Config& c = weights_.config();
     const int64_t H = c.hidden;
     info_.architecture = c.gguf_architecture();
+    if (c.moe() && !backend_.runs_experts())
+      throw BackendUnsupported(
+          weights_.where() + ": the " + backend_.name() +
+          " backend does not run mixture-of-experts (qwen35moe) blocks" +
+          (backend_.name() == "cuda" ? " unless HOSTLM_CUDA_MOE=1 (not yet run on a GPU)" : ""));
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;

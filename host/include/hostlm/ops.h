@@ -167,6 +167,9 @@ class Backend {
   virtual void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
                                  std::span<const int32_t> rows, std::span<const float> weights);
 
+  // Whether mixture-of-experts blocks may run here at all (a model with them loads elsewhere,
+  // or fails to load, where not: BackendUnsupported).
+  virtual bool runs_experts() const { return true; }
   // Mixture-of-experts decode steps on the backend alone, with no host wait, so that they can
   // be recorded (begin_step). Offered where offers_device_routing(E) says so for E experts a
   // stack; the defaults throw.

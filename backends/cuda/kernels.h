@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/expert_copy.h"
 #include "hostlm/dtype.h"
 
 namespace hostlm::cuda {
@@ -50,21 +51,7 @@ cudaError_t weighted_row_sums(float* out, const float* src, int64_t width, int64
 // moe_rows.cu, routing on the device (Backend::moe_route and what follows it).
 cudaError_t moe_route(const float* logits, int64_t T, int64_t E, int64_t k, int32_t* ids,
                       float* weights, cudaStream_t stream);
-// The most experts a stack may have for combine_experts (their addresses go as a parameter).
-inline constexpr int kMaxRoutedExperts = 512;
-// How combine_experts copies: per region of the weights' layout (a quantized type's split
-// regions, or one region of whole rows), `rows` runs of run[j] bytes per expert, moved in
-// pieces of unit[j] bytes, into slot after slot (stacked by rows) or place r * n + slot (side
-// by side) of the combined matrix's region.
-struct ExpertCopy {
-  const uint8_t* experts[kMaxRoutedExperts];
-  int64_t src_region[4], dst_region[4], run[4];
-  int unit[4];
-  int n_regions;
-  int64_t rows;
-  int n;
-  bool side_by_side;
-};
+// expert_copy.h says how.
 cudaError_t combine_experts(const ExpertCopy& copy, const int32_t* ids, void* dst,
                             cudaStream_t stream);
 cudaError_t scale_segments(float* x, const float* weights, int64_t n, int64_t width,

@@ -3,28 +3,17 @@
 // all in stream order, so those steps are recorded like any other.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <initializer_list>
 #include <string>
 
 #include "cuda/check.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/quants/split_layout.h"
+#include "cuda/expert_copy_plan.h"
 #include "hostlm/error.h"
 
 namespace hostlm::cuda {
 namespace {
-
-// The largest piece (16, 8, 4, 2 or 1 bytes) that every offset given divides.
-int unit_for(std::initializer_list<uint64_t> offsets) {
-  for (int unit : {16, 8, 4, 2})
-    if (std::all_of(offsets.begin(), offsets.end(),
-                    [&](uint64_t v) { return v % static_cast<uint64_t>(unit) == 0; }))
-      return unit;
-  return 1;
-}
 
 // HOSTLM_CUDA_MOE_ROUTING=0 routes every block on the host (for comparisons).
 bool device_routing_enabled() {
@@ -87,41 +76,7 @@ void CudaBackend::combine_experts(std::span<const Weight> experts, const int32_t
   // A replayed step only walks its ops: the copy plan below is for launches.
   if (skip(kCombineExperts, experts.data(), experts.size(), ids, n, side_by_side, combined.data))
     return;
-  const Weight& like = experts.front();
-  ExpertCopy copy{};
-  copy.n = static_cast<int>(n);
-  copy.rows = like.rows;
-  copy.side_by_side = side_by_side;
-  for (size_t e = 0; e < experts.size(); ++e) {
-    const Weight& x = experts[e];
-    if (x.type != like.type || x.rows != like.rows || x.cols != like.cols)
-      throw Error("combine_experts: the experts of a stack differ in type or shape");
-    copy.experts[e] = static_cast<const uint8_t*>(x.data);
-  }
-  const quants::SplitLayout layout = quants::split_layout(like.type);
-  if (layout.n_regions > 0) {  // a quantized type in split form: one region after the other
-    const int64_t per_row = like.cols / layout.block_elems;
-    const auto blocks = static_cast<size_t>(like.rows * per_row);
-    copy.n_regions = layout.n_regions;
-    for (int j = 0; j < layout.n_regions; ++j) {
-      copy.src_region[j] = static_cast<int64_t>(quants::region_offset(layout, j, blocks));
-      copy.dst_region[j] =
-          static_cast<int64_t>(quants::region_offset(layout, j, blocks * static_cast<size_t>(n)));
-      copy.run[j] = per_row * layout.regions[j].size;
-    }
-  } else {  // float rows
-    copy.n_regions = 1;
-    copy.run[0] = static_cast<int64_t>(like.row_bytes);
-  }
-  for (int j = 0; j < copy.n_regions; ++j) {
-    uint64_t bases = 0;  // whether some expert's start breaks an alignment
-    for (size_t e = 0; e < experts.size(); ++e)
-      bases |= reinterpret_cast<uintptr_t>(copy.experts[e]);
-    copy.unit[j] =
-        unit_for({bases, reinterpret_cast<uintptr_t>(combined.data),
-                  static_cast<uint64_t>(copy.src_region[j]),
-                  static_cast<uint64_t>(copy.dst_region[j]), static_cast<uint64_t>(copy.run[j])});
-  }
+  const ExpertCopy copy = plan_expert_copy(experts, n, side_by_side, combined.data);
   check(cuda::combine_experts(copy, ids, const_cast<void*>(combined.data), stream_),
         "combine_experts");
 }

@@ -116,42 +116,13 @@ __global__ void moe_route_kernel(const float* logits, int64_t E, int k, int32_t*
   }
 }
 
-template <typename Unit>
-__device__ __forceinline__ void copy_unit(uint8_t* to, const uint8_t* from) {
-  *reinterpret_cast<Unit*>(to) = *reinterpret_cast<const Unit*>(from);
-}
-
 __global__ void combine_experts_kernel(const ExpertCopy c, const int32_t* ids, uint8_t* dst) {
   pdl_begin();
   const int slot = static_cast<int>(blockIdx.y), region = static_cast<int>(blockIdx.z);
-  const uint8_t* src = c.experts[ids[slot]] + c.src_region[region];
-  uint8_t* out = dst + c.dst_region[region];
-  const int64_t run = c.run[region];
-  const int unit = c.unit[region];
-  const int64_t per_run = run / unit, total = c.rows * per_run;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / per_run, w = i % per_run;
-    const int64_t place = c.side_by_side ? r * c.n + slot : int64_t{slot} * c.rows + r;
-    const uint8_t* from = src + r * run + w * unit;
-    uint8_t* to = out + place * run + w * unit;
-    switch (unit) {
-      case 16:
-        copy_unit<uint4>(to, from);
-        break;
-      case 8:
-        copy_unit<uint2>(to, from);
-        break;
-      case 4:
-        copy_unit<uint32_t>(to, from);
-        break;
-      case 2:
-        copy_unit<uint16_t>(to, from);
-        break;
-      default:
-        *to = *from;
-    }
-  }
+  const int64_t pieces = expert_copy_pieces(c, region);
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < pieces;
+       i += int64_t{gridDim.x} * blockDim.x)
+    copy_expert_piece(c, ids, slot, region, i, dst);
 }
 
 __global__ void scale_segments_kernel(float* x, const float* weights, int64_t width, int64_t n) {
@@ -191,8 +162,7 @@ cudaError_t combine_experts(const ExpertCopy& copy, const int32_t* ids, void* ds
   if (copy.n == 0) return cudaSuccess;
   if (copy.n > 65535 || copy.n_regions < 1 || copy.n_regions > 4) return cudaErrorInvalidValue;
   int64_t most = 0;
-  for (int j = 0; j < copy.n_regions; ++j)
-    most = std::max(most, copy.rows * copy.run[j] / copy.unit[j]);
+  for (int j = 0; j < copy.n_regions; ++j) most = std::max(most, expert_copy_pieces(copy, j));
   launch_kernel(
       combine_experts_kernel,
       dim3(blocks_over(most), static_cast<unsigned>(copy.n), static_cast<unsigned>(copy.n_regions)),

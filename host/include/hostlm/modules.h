@@ -179,6 +179,7 @@ struct MoeMlp {
   void forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T, float* out) const;
 
  private:
+  float* router_products(Backend& be, MoeScratch& m, const float* x, int64_t T) const;
   void forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,
                            float* out) const;
   void forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x, int64_t T,

@@ -115,17 +115,24 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
     forward_host_routed(be, s, m, x, T, out);
 }
 
-void MoeMlp::forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x,
-                                    int64_t T, float* out) const {
-  const int64_t E = router.rows, H = router.cols, k = n_used, F = gates.front().rows;
+// The router's logits [T, E], then the shared expert's gate [T] (in one product where the
+// backend groups them) in m's buffer, which it returns.
+float* MoeMlp::router_products(Backend& be, MoeScratch& m, const float* x, int64_t T) const {
   float* logits = m.gate_logits_->data();
-  float* gate = logits + T * E;
   if (has_shared) {
-    const MatmulOut products[] = {{&router, logits}, {&shared_gate, gate}};
+    const MatmulOut products[] = {{&router, logits}, {&shared_gate, logits + T * router.rows}};
     be.matmul_same_input(products, x, T);
   } else {
     be.matmul(router, x, T, logits);
   }
+  return logits;
+}
+
+void MoeMlp::forward_backend_routed(Backend& be, Scratch& s, MoeScratch& m, const float* x,
+                                    int64_t T, float* out) const {
+  const int64_t E = router.rows, H = router.cols, k = n_used, F = gates.front().rows;
+  float* logits = router_products(be, m, x, T);
+  float* gate = logits + T * E;
   auto* ids = reinterpret_cast<int32_t*>(m.device_ids_->data());
   float* weights = m.device_weights_->data();
   be.moe_route(logits, T, E, k, ids, weights);
@@ -158,14 +165,7 @@ void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const f
   const auto rows = static_cast<size_t>(T * k);
 
   // The router's logits and the shared expert's gate come back together: the block's one wait.
-  float* logits = m.gate_logits_->data();
-  float* gate = logits + T * E;
-  if (has_shared) {
-    const MatmulOut products[] = {{&router, logits}, {&shared_gate, gate}};
-    be.matmul_same_input(products, x, T);
-  } else {
-    be.matmul(router, x, T, logits);
-  }
+  const float* logits = router_products(be, m, x, T);
   be.download(m.host_gate_logits_.data(), logits,
               static_cast<size_t>(T * (E + (has_shared ? 1 : 0))));
   const float* host_logits = m.host_gate_logits_.data();

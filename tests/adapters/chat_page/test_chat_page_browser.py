@@ -40,7 +40,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 except ImportError:
@@ -52,8 +52,9 @@ def wait_for(condition, timeout, what):
     while time.monotonic() < deadline:
         try:
             value = condition()
-        except StaleElementReferenceException:
-            # The page re-rendered between finding an element and reading it: poll again.
+        except (StaleElementReferenceException, NoSuchElementException):
+            # The page re-rendered between finding an element and reading it, or has not
+            # filled it yet (a select before its options come: "No options are selected").
             value = None
         if value:
             return value

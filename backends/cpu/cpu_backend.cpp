@@ -298,6 +298,9 @@ class CpuBackend final : public Backend {
   // work, for tests that run that path on the CPU.
   void moe_route(const float* logits, int64_t T, int64_t E, int64_t n_used, int32_t* ids,
                  float* weights) override {
+    if (E < 1 || n_used < 1 || n_used > E)
+      throw Error("moe_route: " + std::to_string(n_used) + " of " + std::to_string(E) +
+                  " experts per token");
     route_probs_.resize(static_cast<size_t>(E));
     route_order_.resize(static_cast<size_t>(E));
     for (int64_t t = 0; t < T; ++t)

@@ -66,5 +66,17 @@ TEST(MoeRows, WeightedRowSumsRefuseTablesOfTheWrongLength) {
   EXPECT_THROW(cpu->weighted_row_sums(out.data(), src.data(), 4, 1, 4, rows, weights), Error);
 }
 
+TEST(MoeRows, RoutingMoreExpertsThanThereAreIsAnError) {
+  auto cpu = create_backend("cpu");
+  const std::vector<float> logits(4, 0.f);
+  std::vector<int32_t> ids(5);
+  std::vector<float> weights(5);
+  EXPECT_THROW(cpu->moe_route(logits.data(), 1, 4, 5, ids.data(), weights.data()), Error);
+  cpu->moe_route(logits.data(), 1, 4, 2, ids.data(), weights.data());  // equal: lower ids
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], 1);
+  EXPECT_FLOAT_EQ(weights[0], 0.5f);
+}
+
 }  // namespace
 }  // namespace hostlm

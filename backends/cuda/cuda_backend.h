@@ -87,6 +87,8 @@ class CudaBackend final : public Backend {
   void fill(float* dst, float value, size_t n) override;
   void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int64_t rows,
                  int64_t n) override;
+  void matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                      const float* x, float* y) override;
   void gather_rows(float* dst, const float* src, int64_t width,
                    std::span<const int32_t> rows) override;
   void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,

@@ -3,6 +3,7 @@
 // all in stream order, so those steps are recorded like any other.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -26,12 +27,13 @@ bool device_routing_enabled() {
 
 }  // namespace
 
-// Opt-in (HOSTLM_CUDA_MOE=1) until this path has run on a GPU: written in session 36, when no
-// GPU could be had; a model with experts loads on the CPU meanwhile (--backend auto).
+// On since its first GPU run (session 37, H100: the CUDA suite's MoE cases passed, 35B-A3B
+// Q4_K_M tg128 1.19x llama.cpp); HOSTLM_CUDA_MOE=0 sends a model with experts to the CPU
+// (--backend auto) as before.
 bool CudaBackend::runs_experts() const {
   static const bool on = [] {
     const char* env = std::getenv("HOSTLM_CUDA_MOE");
-    return env != nullptr && env[0] == '1';
+    return env == nullptr || env[0] != '0';
   }();
   return on;
 }
@@ -79,6 +81,23 @@ void CudaBackend::combine_experts(std::span<const Weight> experts, const int32_t
   const ExpertCopy copy = plan_expert_copy(experts, n, side_by_side, combined.data);
   check(cuda::combine_experts(copy, ids, const_cast<void*>(combined.data), stream_),
         "combine_experts");
+}
+
+// A prompt's MoE block (routed on the host): quantized experts run many to a launch. Other
+// types, mixed stacks and recorded steps take the default, one matmul per expert.
+void CudaBackend::matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                                 const float* x, float* y) {
+  const bool uniform =
+      !experts.empty() && quants::QuantMatmul::supports(experts.front().type) &&
+      std::all_of(experts.begin(), experts.end(), [&](const Weight& w) {
+        const Weight& like = experts.front();
+        return w.type == like.type && w.rows == like.rows && w.cols == like.cols && w.data;
+      });
+  if (!uniform || !runs_live() || first.size() != experts.size() + 1)
+    return Backend::matmul_experts(experts, first, x, y);
+  const auto timed = profile_->scope("matmul (experts)");
+  forget_acts();
+  quant_->matmul_experts(experts, first, x, y);
 }
 
 void CudaBackend::scale_segments(float* x, const float* weights, int64_t n, int64_t width) {

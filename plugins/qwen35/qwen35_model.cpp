@@ -39,10 +39,9 @@ class Qwen35Model final : public Model {
     const int64_t H = c.hidden;
     info_.architecture = c.gguf_architecture();
     if (c.moe() && !backend_.runs_experts())
-      throw BackendUnsupported(
-          weights_.where() + ": the " + backend_.name() +
-          " backend does not run mixture-of-experts (qwen35moe) blocks" +
-          (backend_.name() == "cuda" ? " unless HOSTLM_CUDA_MOE=1 (not yet run on a GPU)" : ""));
+      throw BackendUnsupported(weights_.where() + ": the " + backend_.name() +
+                               " backend does not run mixture-of-experts (qwen35moe) blocks" +
+                               (backend_.name() == "cuda" ? " (HOSTLM_CUDA_MOE=0 is set)" : ""));
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;
@@ -158,8 +157,8 @@ class Qwen35Model final : public Model {
                                  c.value_dim(), c.n_v_heads, c.widest_ffn()});
     scratch_ = std::make_unique<modules::Scratch>(backend_, max_batch_, widths);
     if (c.moe()) {
-      moe_scratch_ = std::make_unique<modules::MoeScratch>(backend_, max_batch_, H, c.n_experts,
-                                                           c.n_experts_used);
+      moe_scratch_ = std::make_unique<modules::MoeScratch>(backend_, max_batch_, H, c.expert_ffn,
+                                                           c.n_experts, c.n_experts_used);
       for (size_t i = static_cast<size_t>(host_layers_); i < layers_.size(); ++i)
         moe_scratch_->prepare(backend_, std::get<MoeMlp>(layers_[i].mlp));
       if (host_layers_ < c.n_layers) moe_ = &std::get<MoeMlp>(layers_.back().mlp);
@@ -170,8 +169,8 @@ class Qwen35Model final : public Model {
     if (host_ != nullptr) {
       host_scratch_ = std::make_unique<modules::Scratch>(*host_, max_batch_, widths);
       if (c.moe())
-        host_moe_scratch_ = std::make_unique<modules::MoeScratch>(*host_, max_batch_, H,
-                                                                  c.n_experts, c.n_experts_used);
+        host_moe_scratch_ = std::make_unique<modules::MoeScratch>(
+            *host_, max_batch_, H, c.expert_ffn, c.n_experts, c.n_experts_used);
       host_hidden_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_normed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));
       host_mixed_ = host_->alloc(static_cast<size_t>(max_batch_ * H));

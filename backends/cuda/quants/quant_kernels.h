@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/kernels.h"
+#include "cuda/quants/expert_tiles.h"
 #include "hostlm/dtype.h"
 
 namespace hostlm::cuda::quants {
@@ -77,6 +78,14 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
                         const float* inv_scale, int64_t T, float* y, float* partial,
                         size_t partial_floats, unsigned* counters, size_t n_counters,
                         cudaStream_t stream);
+
+// tile_matmul for each expert of `tiles` (all of `type`, [rows, cols]) over its rows: rows
+// row0 .. row0 + count of x_f16 (and inv_scale) times its matrix into the same rows of y.
+// `tokens_per_block` (16, 32 or 64) sizes the blocks; an expert with more rows takes several.
+// Never split over columns (the experts fill the GPU).
+cudaError_t tile_matmul_experts(DType type, const ExpertTiles& tiles, int64_t rows, int64_t cols,
+                                const void* x_f16, const float* inv_scale, int max_count,
+                                int tokens_per_block, float* y, cudaStream_t stream);
 
 // Rows [row0, row0 + n_rows) of W as IEEE half into out[n_rows, cols] (prefill tiles).
 cudaError_t dequant_rows_f16(DType type, const void* w, int64_t rows, int64_t cols, int64_t row0,

@@ -380,6 +380,59 @@ void QuantMatmul::tile(const Weight& w, const float* x, int64_t T, float* y) {
   if (y < x + T * w.cols && x < y_end) forget_acts();
 }
 
+void QuantMatmul::matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                                 const float* x, float* y) {
+  if (experts.empty() || first.size() != experts.size() + 1) return;
+  flush_norm();
+  const Weight& like = experts.front();
+  const int64_t rows = like.rows, cols = like.cols;
+  ExpertTiles& tiles = expert_tiles_;
+  const SplitLayout layout = split_layout(like.type);
+  const auto n_blocks = static_cast<size_t>(rows * (cols / layout.block_elems));
+  for (int j = 0; j < 4; ++j)
+    tiles.region_offset[j] =
+        j < layout.n_regions ? static_cast<int64_t>(region_offset(layout, j, n_blocks)) : 0;
+  // The experts gathered so far take rows [g0, g1) of x, converted to half together.
+  int64_t g0 = 0, g1 = 0, total = 0;
+  int most = 0;
+  tiles.n = 0;
+  auto launch = [&] {
+    if (tiles.n == 0) return;
+    f16_x_ = nullptr;  // acts_f16_ is about to hold other rows
+    check(acts_to_f16(x + g0 * cols, g1 - g0, cols, acts_f16_, inv_scale_, stream_),
+          "matmul_experts (activations to half)");
+    // Blocks sized for the typical expert: one with more rows takes more blocks.
+    const int64_t mean = (total + tiles.n - 1) / tiles.n;
+    check(tile_matmul_experts(like.type, tiles, rows, cols, acts_f16_, inv_scale_, most,
+                              mean <= 16   ? 16
+                              : mean <= 32 ? 32
+                                           : 64,
+                              y + g0 * rows, stream_),
+          "matmul_experts (tile products)");
+    tiles.n = 0;
+    total = most = 0;
+  };
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const int64_t r0 = first[e], n = first[e + 1] - r0;
+    if (n <= 0) continue;
+    if (n > tile_tokens_ || n > prefill_tokens_) {  // many rows: the prefill product
+      launch();
+      matmul(experts[e], x + r0 * cols, n, y + r0 * rows);
+      continue;
+    }
+    if (tiles.n == kMaxExpertTiles || (tiles.n > 0 && r0 + n - g0 > prefill_tokens_)) launch();
+    if (tiles.n == 0) g0 = r0;
+    g1 = r0 + n;
+    tiles.data[tiles.n] = static_cast<const uint8_t*>(experts[e].data);
+    tiles.row0[tiles.n] = static_cast<int32_t>(r0 - g0);
+    tiles.count[tiles.n] = static_cast<int32_t>(n);
+    ++tiles.n;
+    total += n;
+    most = std::max(most, static_cast<int>(n));
+  }
+  launch();
+}
+
 // Activations rounded to half (after a per-token power-of-two scale, undone on the output),
 // weights expanded to half tile by tile, products summed in float32 on tensor cores. Half
 // holds every weight of a real model (|w| < 65504); the relative rounding is 2^-11 for both.

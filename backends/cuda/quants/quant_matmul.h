@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ class QuantMatmul {
   void reserve(DType type, int64_t rows, int64_t cols) { reserve_scratch(type, rows, cols); }
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
+  // Backend::matmul_experts for experts of one supported type and shape (the caller checks):
+  // the experts with at most kTileTokens rows go through tile products of many experts per
+  // launch (expert_tiles.h), the others one matmul each.
+  void matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                      const float* x, float* y);
   // Prefill converts at most this many tokens' activations at once (kPrefillTokens, or fewer
   // when the model said it never passes more: Backend::expect_batch_tokens). Taken before the
   // first load; later calls change nothing.
@@ -143,6 +149,7 @@ class QuantMatmul {
   int64_t max_cols_ = 0;
   void* tile_ = nullptr;
   size_t tile_elems_ = 0;
+  ExpertTiles expert_tiles_{};  // matmul_experts: the launch being gathered
   FoldedNorm norm_;  // the deferred norm, when norm_active_ (its acts and counter set here)
   bool norm_active_ = false;
   bool fold_norms_ = false;           // HOSTLM_CUDA_FOLD_NORM=1

@@ -9,37 +9,30 @@
 
 namespace hostlm::cuda::quants {
 
+// Every type with a piece decoder, as one list so that code visiting each type (kernel
+// attributes set once per device) cannot miss one that with_quant_type serves.
+// clang-format off
+#define HQ_QUANT_TYPES(X) \
+  X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(IQ4_NL) \
+  X(MXFP4) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K) \
+  X(IQ4_XS) X(IQ2_XXS) X(IQ2_XS) X(IQ2_S) X(IQ3_XXS) X(IQ3_S) \
+  X(IQ1_S) X(IQ1_M) X(TQ1_0) X(TQ2_0)
+// clang-format on
+
+#define HQ_QUANT_TYPE_ENTRY(T) DType::T,
+inline constexpr DType kQuantTypes[] = {HQ_QUANT_TYPES(HQ_QUANT_TYPE_ENTRY)};
+#undef HQ_QUANT_TYPE_ENTRY
+
 // Calls f(Q{}) with the piece decoder of `type`; returns false for types without one.
 template <typename F>
 bool with_quant_type(DType type, F&& f) {
   switch (type) {
-#define HQ_QUANT_TYPE(T) \
-  case DType::T:         \
-    f(T{});              \
+#define HQ_QUANT_TYPE_CASE(T) \
+  case DType::T:              \
+    f(T{});                   \
     return true;
-    HQ_QUANT_TYPE(Q4_0)
-    HQ_QUANT_TYPE(Q4_1)
-    HQ_QUANT_TYPE(Q5_0)
-    HQ_QUANT_TYPE(Q5_1)
-    HQ_QUANT_TYPE(Q8_0)
-    HQ_QUANT_TYPE(IQ4_NL)
-    HQ_QUANT_TYPE(MXFP4)
-    HQ_QUANT_TYPE(Q2_K)
-    HQ_QUANT_TYPE(Q3_K)
-    HQ_QUANT_TYPE(Q4_K)
-    HQ_QUANT_TYPE(Q5_K)
-    HQ_QUANT_TYPE(Q6_K)
-    HQ_QUANT_TYPE(IQ4_XS)
-    HQ_QUANT_TYPE(IQ2_XXS)
-    HQ_QUANT_TYPE(IQ2_XS)
-    HQ_QUANT_TYPE(IQ2_S)
-    HQ_QUANT_TYPE(IQ3_XXS)
-    HQ_QUANT_TYPE(IQ3_S)
-    HQ_QUANT_TYPE(IQ1_S)
-    HQ_QUANT_TYPE(IQ1_M)
-    HQ_QUANT_TYPE(TQ1_0)
-    HQ_QUANT_TYPE(TQ2_0)
-#undef HQ_QUANT_TYPE
+    HQ_QUANT_TYPES(HQ_QUANT_TYPE_CASE)
+#undef HQ_QUANT_TYPE_CASE
     default:
       return false;
   }

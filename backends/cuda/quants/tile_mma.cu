@@ -200,8 +200,26 @@ __device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* x
 // product), and on the 9B shape the 64-stream decode step went from 27.1 to 25.9 ms without.
 constexpr int min_blocks(int n_tokens) { return n_tokens <= 16 ? 4 : n_tokens <= 32 ? 3 : 2; }
 
-template <class Q, int kN>
-__global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(TileArgs args) {
+// With expert tiles (G = ExpertTiles), grid slice z is expert z over its own rows: args are
+// pointed at them, and a block past its expert's rows has nothing to do.
+template <class G>
+__device__ __forceinline__ bool select_expert(const G& g, int t0, TileArgs& a) {
+  if constexpr (G::kOn) {
+    const int z = static_cast<int>(blockIdx.z);
+    if (t0 >= g.count[z]) return false;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a.w.region[j] = g.data[z] + g.region_offset[j];
+    a.x += int64_t{g.row0[z]} * a.w.cols;
+    a.inv_scale += g.row0[z];
+    a.y += int64_t{g.row0[z]} * a.w.rows;
+    a.T = g.count[z];
+  }
+  return true;
+}
+
+template <class Q, int kN, class G = NoExpertTiles>
+__global__ void __launch_bounds__(kThreads, min_blocks(kN))
+    tile_mma_kernel(TileArgs args, G groups) {
   pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using S = ChunkShape<Q>;
@@ -209,12 +227,13 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN)) tile_mma_kernel(Tile
   auto* ws = reinterpret_cast<__half*>(smem_raw);  // [kRows][kStride]
   __half* xs = ws + kRows * kStride;               // [kN][kStride]
   __shared__ bool last_split;
-  const QuantMatrix& w = args.w;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int64_t row0 = int64_t{blockIdx.x} * kRows;
   const int t0 = static_cast<int>(blockIdx.y) * kN;
+  if (!select_expert(groups, t0, args)) return;
+  const QuantMatrix& w = args.w;
   const int n_chunks = static_cast<int>((w.cols + kChunk - 1) / kChunk);
-  const int first = static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int first = G::kOn ? 0 : static_cast<int>(blockIdx.z) * args.chunks_per_split;
   const int end = min(n_chunks, first + args.chunks_per_split);
 
   float acc[kN / 8][4] = {};
@@ -243,14 +262,22 @@ TilePlan plan_for(DType type, int64_t rows, int64_t cols, int64_t T) {
 
 template <class Q, int kN>
 cudaError_t set_smem() {
-  return cudaFuncSetAttribute(tile_mma_kernel<Q, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(smem_bytes(kN)));
+  cudaError_t status = cudaSuccess;
+  for (cudaError_t s :
+       {cudaFuncSetAttribute(tile_mma_kernel<Q, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem_bytes(kN))),
+        cudaFuncSetAttribute(tile_mma_kernel<Q, kN, ExpertTiles>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem_bytes(kN)))})
+    if (status == cudaSuccess) status = s;
+  return status;
 }
 
-template <class Q, int kN>
-void launch(const TilePlan& p, const TileArgs& a, cudaStream_t stream) {
-  const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
-  launch_kernel(tile_mma_kernel<Q, kN>, grid, kThreads, smem_bytes(kN), stream, a);
+template <class Q, int kN, class G = NoExpertTiles>
+void launch(const TilePlan& p, const TileArgs& a, cudaStream_t stream, const G& groups = {}) {
+  const dim3 grid(p.row_blocks, p.token_blocks,
+                  static_cast<unsigned>(G::kOn ? groups.n : p.splits));
+  launch_kernel(tile_mma_kernel<Q, kN, G>, grid, kThreads, smem_bytes(kN), stream, a, groups);
 }
 
 }  // namespace
@@ -262,9 +289,9 @@ cudaError_t prepare_tile_matmul() {
     status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   if (status != cudaSuccess) return status;
   if (major < 8) return cudaErrorNotSupported;  // mma.sync m16n8k16 and cp.async
-  for (DType type :
-       {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::Q2_K,
-        DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+  // Every type: a kernel without its shared-memory attribute fails to launch (session 35's
+  // codebook, ternary and MXFP4 types did, "invalid argument", until they were listed here).
+  for (DType type : kQuantTypes)
     with_quant_type(type, [&](auto q) {
       using Q = decltype(q);
       for (cudaError_t s : {set_smem<Q, 16>(), set_smem<Q, 32>(), set_smem<Q, 64>()})
@@ -316,6 +343,41 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
       launch<Q, 32>(p, a, stream);
     else
       launch<Q, 64>(p, a, stream);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t tile_matmul_experts(DType type, const ExpertTiles& tiles, int64_t rows, int64_t cols,
+                                const void* x_f16, const float* inv_scale, int max_count,
+                                int tokens_per_block, float* y, cudaStream_t stream) {
+  const SplitLayout layout = split_layout(type);
+  if (layout.n_regions == 0 || cols % layout.block_elems != 0 || tiles.n > kMaxExpertTiles ||
+      (tokens_per_block != 16 && tokens_per_block != 32 && tokens_per_block != 64))
+    return cudaErrorInvalidValue;
+  if (tiles.n <= 0 || max_count <= 0 || rows == 0 || cols == 0) return cudaSuccess;
+  const QuantMatrix m = quant_matrix(type, tiles.data[0], rows, cols);
+  const auto* x = static_cast<const __half*>(x_f16);
+  const int n = tokens_per_block;
+  TilePlan p;
+  p.token_blocks = blocks_for(max_count, n);
+  p.splits = 1;
+  if (type == DType::Q4_K && tile_q4k_ready()) {
+    p.row_blocks = 0;  // the kernel's own row blocks
+    const TileOutput out{y, nullptr, nullptr, inv_scale, rows, max_count, 1};
+    tile_q4k_launch_experts(p, m, x, out, tiles, n, stream);
+    return cudaGetLastError();
+  }
+  p.row_blocks = blocks_for(rows, kRows);
+  p.chunks_per_split = static_cast<int>((cols + kChunk - 1) / kChunk);
+  TileArgs a{m, x, inv_scale, y, nullptr, nullptr, max_count, p.chunks_per_split, 1};
+  with_quant_type(type, [&](auto q) {
+    using Q = decltype(q);
+    if (n == 16)
+      launch<Q, 16>(p, a, stream, tiles);
+    else if (n == 32)
+      launch<Q, 32>(p, a, stream, tiles);
+    else
+      launch<Q, 64>(p, a, stream, tiles);
   });
   return cudaGetLastError();
 }

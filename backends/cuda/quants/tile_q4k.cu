@@ -291,9 +291,26 @@ bool early_weights() {
   return on;
 }
 
-template <class S, int kN, int kTW>
+// With expert tiles (G = ExpertTiles), grid slice z is expert z over its own rows (as in
+// tile_mma.cu); kernel parameters, so readable before the programmatic wait.
+template <class G>
+__device__ __forceinline__ bool select_expert(const G& g, int t0, Q4kArgs& a) {
+  if constexpr (G::kOn) {
+    const int z = static_cast<int>(blockIdx.z);
+    if (t0 >= g.count[z]) return false;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a.w.region[j] = g.data[z] + g.region_offset[j];
+    a.x += int64_t{g.row0[z]} * a.w.cols;
+    a.out.inv_scale += g.row0[z];
+    a.out.y += int64_t{g.row0[z]} * a.w.rows;
+    a.out.T = g.count[z];
+  }
+  return true;
+}
+
+template <class S, int kN, int kTW, class G = NoExpertTiles>
 __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
-    tile_q4k_kernel(Q4kArgs args, bool early) {
+    tile_q4k_kernel(Q4kArgs args, bool early, G groups) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kS = S::stages(kN), kStageBytes = S::stage_bytes(kN), kNW = kN / kTW;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -302,8 +319,12 @@ __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
   const int row_warp = warp % S::kWarpRows, tok0 = warp / S::kWarpRows * kNW;
   const int64_t row0 = int64_t{blockIdx.x} * S::kRows;
   const int t0 = static_cast<int>(blockIdx.y) * kN;
+  if (!select_expert(groups, t0, args)) {
+    pdl_begin();
+    return;
+  }
   const int n_chunks = static_cast<int>(args.w.nb);
-  const int first = static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int first = G::kOn ? 0 : static_cast<int>(blockIdx.z) * args.chunks_per_split;
   const int n = min(n_chunks, first + args.chunks_per_split) - first;
   const unsigned base = smem_addr(smem_raw);
 
@@ -377,6 +398,10 @@ cudaError_t prepare_one(Readiness& c, int shape) {
   cudaError_t status =
       cudaFuncSetAttribute(tile_q4k_kernel<S, kN, kTW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(S::smem_bytes(kN)));
+  if (status == cudaSuccess && shape == 0)  // expert launches take the wide shape
+    status = cudaFuncSetAttribute(tile_q4k_kernel<S, kN, kTW, ExpertTiles>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(S::smem_bytes(kN)));
   int blocks = 0;
   if (status == cudaSuccess)
     status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tile_q4k_kernel<S, kN, kTW>,
@@ -409,23 +434,27 @@ bool fits(int smem_optin) {
   return true;
 }
 
-template <class S, int kN, int kTW>
-void launch_one(dim3 grid, const Q4kArgs& a, cudaStream_t stream) {
-  launch_kernel(tile_q4k_kernel<S, kN, kTW>, grid, S::threads(kTW), S::smem_bytes(kN), stream, a,
-                early_weights());
+template <class S, int kN, int kTW, class G>
+void launch_one(dim3 grid, const Q4kArgs& a, cudaStream_t stream, const G& groups) {
+  launch_kernel(tile_q4k_kernel<S, kN, kTW, G>, grid, S::threads(kTW), S::smem_bytes(kN), stream, a,
+                early_weights(), groups);
 }
 
-template <class S>
-void launch_shape(const TilePlan& p, const Q4kArgs& a, cudaStream_t stream) {
-  const dim3 grid(p.row_blocks, p.token_blocks, static_cast<unsigned>(p.splits));
-  const int n = tokens_per_block(a.out.T);
+// n: tokens per block.
+template <class S, class G = NoExpertTiles>
+void launch_shape(const TilePlan& p, const Q4kArgs& a, cudaStream_t stream, int n,
+                  const G& groups = {}) {
+  const dim3 grid(p.row_blocks, p.token_blocks,
+                  static_cast<unsigned>(G::kOn ? groups.n : p.splits));
   const bool two = readiness().token_warps[bucket(n)] == 2;
   if (n == 16)
-    launch_one<S, 16, 1>(grid, a, stream);
+    launch_one<S, 16, 1>(grid, a, stream, groups);
   else if (n == 32)
-    two ? launch_one<S, 32, 2>(grid, a, stream) : launch_one<S, 32, 1>(grid, a, stream);
+    two ? launch_one<S, 32, 2>(grid, a, stream, groups)
+        : launch_one<S, 32, 1>(grid, a, stream, groups);
   else
-    two ? launch_one<S, 64, 2>(grid, a, stream) : launch_one<S, 64, 1>(grid, a, stream);
+    two ? launch_one<S, 64, 2>(grid, a, stream, groups)
+        : launch_one<S, 64, 1>(grid, a, stream, groups);
 }
 
 }  // namespace
@@ -478,10 +507,22 @@ size_t tile_q4k_counters(int64_t rows, int64_t T) {
 void tile_q4k_launch(const TilePlan& p, const QuantMatrix& w, const __half* x,
                      const TileOutput& out, cudaStream_t stream) {
   const Q4kArgs a{w, x, out, p.chunks_per_split};
+  const int n = tokens_per_block(out.T);
   if (p.shape == 1)
-    launch_shape<Narrow>(p, a, stream);
+    launch_shape<Narrow>(p, a, stream, n);
   else
-    launch_shape<Chosen>(p, a, stream);
+    launch_shape<Chosen>(p, a, stream, n);
+}
+
+void tile_q4k_launch_experts(const TilePlan& plan, const QuantMatrix& w, const __half* x,
+                             const TileOutput& out, const ExpertTiles& tiles, int tokens_per_block,
+                             cudaStream_t stream) {
+  TilePlan p = plan;
+  p.row_blocks = blocks_for(w.rows, Chosen::kRows);
+  p.splits = 1;
+  p.chunks_per_split = static_cast<int>(w.nb);
+  const Q4kArgs a{w, x, out, p.chunks_per_split};
+  launch_shape<Chosen>(p, a, stream, tokens_per_block, tiles);
 }
 
 }  // namespace hostlm::cuda::quants

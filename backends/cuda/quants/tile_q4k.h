@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "cuda/quants/expert_tiles.h"
 #include "cuda/quants/pieces.h"
 #include "cuda/quants/tile_common.cuh"
 
@@ -20,5 +21,10 @@ size_t tile_q4k_counters(int64_t rows, int64_t T);
 // y = x * W^T for W of type Q4_K; x is [T, cols] half, scaled per token as for tile_mma.
 void tile_q4k_launch(const TilePlan& plan, const QuantMatrix& w, const __half* x,
                      const TileOutput& out, cudaStream_t stream);
+// The same for each expert of `tiles` (tile_matmul_experts, quant_kernels.h): plan gives the
+// token blocks, out.T the most rows of an expert.
+void tile_q4k_launch_experts(const TilePlan& plan, const QuantMatrix& w, const __half* x,
+                             const TileOutput& out, const ExpertTiles& tiles, int tokens_per_block,
+                             cudaStream_t stream);
 
 }  // namespace hostlm::cuda::quants

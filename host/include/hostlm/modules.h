@@ -113,8 +113,8 @@ void route_experts(const float* logits, int64_t E, int64_t n_used, int32_t* ids,
 // weights, and one combined weight per expert matrix type and shape.
 class MoeScratch {
  public:
-  MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t n_experts,
-             int64_t n_used);
+  MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t expert_ffn,
+             int64_t n_experts, int64_t n_used);
   int64_t max_tokens() const { return max_tokens_; }
   // For `block` (called at load for every block, before any forward).
   void prepare(Backend& backend, const MoeMlp& block);
@@ -134,10 +134,11 @@ class MoeScratch {
   };
   const Weight& combined_for(int role, const Weight& like) const;
 
-  int64_t max_tokens_, hidden_, n_experts_, n_used_;
+  int64_t max_tokens_, hidden_, expert_ffn_, n_experts_, n_used_;
   // gate_logits_: the router's logits [T, n_experts], then the shared expert's gate [T].
   // expert_out_: [T * (n_used + 1), hidden], the routed rows' outputs then the shared expert's.
-  std::unique_ptr<Buffer> gate_logits_, routed_in_, expert_out_;
+  // routed_gate_, routed_up_: the routed rows' gate and up products [T * n_used, expert_ffn].
+  std::unique_ptr<Buffer> gate_logits_, routed_in_, expert_out_, routed_gate_, routed_up_;
   std::vector<float> host_gate_logits_;
   // Per routed row its token; per token and slot (expert, weight); per expert its first row;
   // per token the rows it sums and their weights (sum_rows_, sum_weights_: [T, n_used + 1]).
@@ -158,7 +159,8 @@ class MoeScratch {
 //
 // Two ways to run it. Routed on the host (any backend, any T): the router logits come back
 // with download (one wait a block), the backend gathers each expert's rows (gather_rows),
-// every chosen expert runs once over all of its rows, and weighted_row_sums adds each token's
+// every chosen expert runs once over all of its rows (matmul_experts: gate, up, then down, a
+// SwiGLU over all rows between), and weighted_row_sums adds each token's
 // outputs up in expert order, the shared expert last. Routed on the backend (decode steps of
 // up to kDeviceTokens tokens where the backend offers it): moe_route picks the experts there,
 // combine_experts copies each token's chosen matrices into one gate, one up (stacked by rows)

@@ -166,6 +166,14 @@ class Backend {
   // default brings the rows to the host and back.
   virtual void weighted_row_sums(float* out, const float* src, int64_t width, int64_t T, int64_t m,
                                  std::span<const int32_t> rows, std::span<const float> weights);
+  // Each expert's product over the rows routed to it: for every e < experts.size(), rows
+  // [first[e], first[e + 1]) of x ([first.back(), cols]) times experts[e]^T into the same rows
+  // of y ([first.back(), experts[e].rows]). The experts share type and shape; `first` is a host
+  // array of experts.size() + 1 ascending offsets. The default runs matmul per expert that has
+  // rows; a backend may run many experts in one pass (a prompt's MoE block reaches most of
+  // them with a few rows each).
+  virtual void matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                              const float* x, float* y);
 
   // Whether mixture-of-experts blocks may run here at all (a model with them loads elsewhere,
   // or fails to load, where not: BackendUnsupported).

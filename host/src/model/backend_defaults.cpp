@@ -28,6 +28,16 @@ void Backend::weighted_row_sums(float* out, const float* src, int64_t width, int
   upload(out, sums.data(), sums.size());
 }
 
+void Backend::matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
+                             const float* x, float* y) {
+  if (first.size() != experts.size() + 1)
+    throw Error("matmul_experts: " + std::to_string(experts.size() + 1) + " row offsets expected");
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const int64_t r0 = first[e], n = first[e + 1] - r0;
+    if (n > 0) matmul(experts[e], x + r0 * experts[e].cols, n, y + r0 * experts[e].rows);
+  }
+}
+
 namespace {
 [[noreturn]] void not_offered(const Backend& b, const char* op) {
   throw Error(std::string(op) + ": the " + b.name() +

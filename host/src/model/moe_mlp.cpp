@@ -10,9 +10,13 @@
 
 namespace hostlm::modules {
 
-MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t n_experts,
-                       int64_t n_used)
-    : max_tokens_(max_tokens), hidden_(hidden), n_experts_(n_experts), n_used_(n_used) {
+MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t expert_ffn,
+                       int64_t n_experts, int64_t n_used)
+    : max_tokens_(max_tokens),
+      hidden_(hidden),
+      expert_ffn_(expert_ffn),
+      n_experts_(n_experts),
+      n_used_(n_used) {
   const auto rows = static_cast<size_t>(max_tokens * n_used);
   const auto tokens = static_cast<size_t>(max_tokens);
   const auto h = static_cast<size_t>(hidden);
@@ -20,6 +24,8 @@ MoeScratch::MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int
   gate_logits_ = backend.alloc(tokens * static_cast<size_t>(n_experts + 1));
   routed_in_ = backend.alloc(rows * h);
   expert_out_ = backend.alloc(sums * h);
+  routed_gate_ = backend.alloc(rows * static_cast<size_t>(expert_ffn));
+  routed_up_ = backend.alloc(rows * static_cast<size_t>(expert_ffn));
   host_gate_logits_.resize(tokens * static_cast<size_t>(n_experts + 1));
   row_token_.resize(rows);
   row_weight_.resize(rows);
@@ -72,7 +78,7 @@ const Weight& MoeScratch::combined_for(int role, const Weight& like) const {
 int64_t MoeScratch::floats() const {
   const int64_t rows = max_tokens_ * n_used_, sums = max_tokens_ * (n_used_ + 1);
   const int64_t logits = max_tokens_ * (n_experts_ + 1);
-  const int64_t backend = logits + rows * hidden_ + sums * hidden_;
+  const int64_t backend = logits + rows * hidden_ + sums * hidden_ + 2 * rows * expert_ffn_;
   return backend + logits + rows * 4 + sums * 2 + max_tokens_;  // host: logits, routes, sums
 }
 
@@ -107,7 +113,8 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
   const int64_t E = router.rows, H = router.cols, k = n_used;
   const auto e = static_cast<size_t>(E);
   if (T > m.max_tokens_ || E != m.n_experts_ || H != m.hidden_ || k != m.n_used_ ||
-      gates.size() != e || ups.size() != e || downs.size() != e)
+      gates.size() != e || ups.size() != e || downs.size() != e ||
+      gates.front().rows > m.expert_ffn_)
     throw Error("mixture-of-experts block does not match its scratch");
   if (routes_on_backend(be, T))
     forward_backend_routed(be, s, m, x, T, out);
@@ -188,14 +195,13 @@ void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const f
       m.row_weight_[r] = weights[t * k + j];
     }
   be.gather_rows(m.routed_in_->data(), x, H, std::span<const int32_t>(m.row_token_.data(), rows));
+  // Each expert over its rows: gate and up, one SwiGLU over every row, down.
   float* expert_out = m.expert_out_->data();
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t r0 = first[static_cast<size_t>(e)], n = first[static_cast<size_t>(e) + 1] - r0;
-    const auto j = static_cast<size_t>(e);
-    if (n > 0)
-      SwigluMlp{gates[j], ups[j], downs[j]}.forward(be, s, m.routed_in_->data() + r0 * H, n,
-                                                    expert_out + r0 * H);
-  }
+  float* gated = m.routed_gate_->data();
+  be.matmul_experts(gates, first, m.routed_in_->data(), gated);
+  be.matmul_experts(ups, first, m.routed_in_->data(), m.routed_up_->data());
+  be.swiglu(gated, m.routed_up_->data(), gated, rows * static_cast<size_t>(gates.front().rows));
+  be.matmul_experts(downs, first, gated, expert_out);
   if (has_shared) shared.forward(be, s, x, T, expert_out + static_cast<int64_t>(rows) * H);
 
   // Each token sums its rows in row order (experts ascending), then the shared expert's.

@@ -9,6 +9,7 @@
 
 #include "hostlm/error.h"
 #include "hostlm/ops.h"
+#include "hostlm/tensor_view.h"
 
 namespace hostlm {
 namespace {
@@ -76,6 +77,38 @@ TEST(MoeRows, RoutingMoreExpertsThanThereAreIsAnError) {
   EXPECT_EQ(ids[0], 0);
   EXPECT_EQ(ids[1], 1);
   EXPECT_FLOAT_EQ(weights[0], 0.5f);
+}
+
+// Each expert over its own rows, as one matmul per expert gives them (the default body every
+// backend without its own runs); experts without rows write nothing.
+TEST(MoeRows, MatmulExpertsMultipliesEachExpertsRows) {
+  auto cpu = create_backend("cpu");
+  const int64_t rows = 5, cols = 8;
+  const std::vector<int32_t> first = {0, 3, 3, 4, 9};
+  std::vector<std::vector<float>> data;
+  std::vector<Weight> experts;
+  for (uint32_t e = 0; e < 4; ++e) {
+    data.push_back(random_rows(rows, cols, 10 + e));
+    TensorView view;
+    view.name = "expert";
+    view.type = DType::F32;
+    view.shape = {rows, cols};
+    view.data = data.back().data();
+    view.nbytes = data.back().size() * sizeof(float);
+    experts.push_back(cpu->load_weight(view));
+  }
+  const std::vector<float> x = random_rows(first.back(), cols, 3);
+  std::vector<float> y(static_cast<size_t>(first.back() * rows), 99.f);
+  cpu->matmul_experts(experts, first, x.data(), y.data());
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const int64_t r0 = first[e], n = first[e + 1] - r0;
+    std::vector<float> want(static_cast<size_t>(n * rows));
+    if (n > 0) cpu->matmul(experts[e], x.data() + r0 * cols, n, want.data());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(y[static_cast<size_t>(r0 * rows) + i], want[i]) << "expert " << e << " " << i;
+  }
+  const std::vector<int32_t> short_first = {0, 3};
+  EXPECT_THROW(cpu->matmul_experts(experts, short_first, x.data(), y.data()), Error);
 }
 
 }  // namespace

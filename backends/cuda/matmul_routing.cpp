@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "cuda/check.h"
 #include "cuda/cuda_backend.h"
@@ -180,7 +181,11 @@ const char* CudaBackend::matmul_label(int64_t T) const {
 }
 
 void CudaBackend::matmul(const Weight& w, const float* x, int64_t T, float* y) {
-  const auto timed = profile_->scope(matmul_label(T));
+  const auto timed = profile_->scope(
+      profile_->detailed() ? profile_->label(matmul_label(T), std::string(dtype_name(w.type)) +
+                                                                  " " + std::to_string(w.rows) +
+                                                                  "x" + std::to_string(w.cols))
+                           : matmul_label(T));
   if (T <= 0 || w.rows == 0) return;
   last_writes_.start(!quant_->folds_norms());
   last_writes_.add(y, static_cast<size_t>(T * w.rows));

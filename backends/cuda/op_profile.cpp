@@ -15,6 +15,11 @@ constexpr size_t kFlushEvery = 8192;  // event pairs held before adding them up
 OpProfile::OpProfile(cudaStream_t stream) : stream_(stream) {
   const char* env = std::getenv("HOSTLM_CUDA_PROFILE");
   enabled_ = env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0;
+  detailed_ = enabled_ && std::strcmp(env, "2") == 0;
+}
+
+const char* OpProfile::label(const char* op, const std::string& detail) {
+  return labels_.insert(std::string(op) + " " + detail).first->c_str();
 }
 
 OpProfile::~OpProfile() {
@@ -36,13 +41,13 @@ OpProfile::~OpProfile() {
   std::fprintf(stderr,
                "\nCUDA op profile (HOSTLM_CUDA_PROFILE): wall %.1f ms from first op to last\n",
                static_cast<double>(wall_ms));
-  std::fprintf(stderr, "%-22s %10s %12s %8s %12s %10s\n", "op", "calls", "gpu ms", "gpu %",
+  std::fprintf(stderr, "%-34s %10s %12s %8s %12s %10s\n", "op", "calls", "gpu ms", "gpu %",
                "host ms", "us/call");
   for (const auto& [op, t] : rows)
-    std::fprintf(stderr, "%-22s %10lld %12.2f %7.1f%% %12.2f %10.2f\n", op.c_str(), t.calls,
+    std::fprintf(stderr, "%-34s %10lld %12.2f %7.1f%% %12.2f %10.2f\n", op.c_str(), t.calls,
                  t.gpu_ms, 100.0 * t.gpu_ms / std::max(gpu, 1e-9), t.host_ms,
                  1000.0 * t.host_ms / static_cast<double>(std::max(t.calls, 1LL)));
-  std::fprintf(stderr, "%-22s %10s %12.2f %8s %12.2f\n", "total", "", gpu, "", host);
+  std::fprintf(stderr, "%-34s %10s %12.2f %8s %12.2f\n", "total", "", gpu, "", host);
   for (cudaEvent_t e : free_) cudaEventDestroy(e);
   if (first_) cudaEventDestroy(first_);
 }

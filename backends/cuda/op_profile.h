@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ class OpProfile {
   };
   // Times the launches made until the returned scope ends.
   Scope scope(const char* op) { return Scope(enabled_ ? this : nullptr, op); }
+  // HOSTLM_CUDA_PROFILE=2: ops that can say more (a product's weight type and shape) get a
+  // row of their own per detail, through label().
+  bool detailed() const { return detailed_; }
+  // `op` and `detail` as one label that lives as long as the profile.
+  const char* label(const char* op, const std::string& detail);
 
  private:
   struct Totals {
@@ -51,7 +57,8 @@ class OpProfile {
   void flush();  // waits for the recorded pairs and adds them up
 
   cudaStream_t stream_;
-  bool enabled_ = false;
+  bool enabled_ = false, detailed_ = false;
+  std::set<std::string> labels_;
   std::vector<Recorded> recorded_;
   std::vector<cudaEvent_t> free_;
   std::map<std::string, Totals> totals_;

@@ -9,7 +9,8 @@
 //         about 4.3-4.8 TB/s).
 //   TFLOP/s: 2 * rows * cols * T per second (the prefill figure of merit).
 // Usage: bench_cuda_quant [TYPE ...]   (default: the fast decode types and F16/BF16)
-//   HOSTLM_BENCH_TOKENS=1,8 times only those token counts (default 1,2,4,8,32,512).
+//   HOSTLM_BENCH_TOKENS=1,8 times only those token counts (default 1,2,4,8,32,512);
+//   HOSTLM_BENCH_SHAPES=8192x4096,256x2048 only those shapes (default the 9B's).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -162,11 +163,27 @@ int main(int argc, char** argv) {
       p = *end == ',' ? end + 1 : end;
     }
   }
+  // Qwen3.5-9B shapes (square projections, the FFN's up/gate and down) unless
+  // HOSTLM_BENCH_SHAPES=ROWSxCOLS,... names others.
+  std::vector<Shape> shapes = {Shape{4096, 4096}, Shape{12288, 4096}, Shape{4096, 12288}};
+  if (const char* env = std::getenv("HOSTLM_BENCH_SHAPES"); env && *env) {
+    shapes.clear();
+    for (const char* p = env; *p;) {
+      char* end = nullptr;
+      const long long rows = std::strtoll(p, &end, 10);
+      char* end2 = nullptr;
+      const long long cols = *end == 'x' ? std::strtoll(end + 1, &end2, 10) : 0;
+      if (end == p || rows < 1 || cols < 1) {
+        std::fprintf(stderr, "HOSTLM_BENCH_SHAPES: not a list of ROWSxCOLS: %s\n", env);
+        return 2;
+      }
+      shapes.push_back(Shape{rows, cols});
+      p = *end2 == ',' ? end2 + 1 : end2;
+    }
+  }
   try {
-    // Qwen3.5-9B shapes: square projections, the FFN's up/gate and down.
     for (DType type : types)
-      for (Shape s : {Shape{4096, 4096}, Shape{12288, 4096}, Shape{4096, 12288}})
-        run(type, s, token_counts);
+      for (Shape s : shapes) run(type, s, token_counts);
   } catch (const hostlm::Error& e) {
     std::fprintf(stderr, "bench_cuda_quant: %s\n", e.what());
     return 1;

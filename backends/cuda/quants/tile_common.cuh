@@ -8,6 +8,8 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
+#include "cuda/quants/expert_tiles.h"
+#include "cuda/quants/pieces.h"
 
 namespace hostlm::cuda::quants {
 
@@ -153,6 +155,26 @@ __device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], 
         y[at[k]] = sum[k] * inv_scale[at[k] / rows];
   }
   if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+}
+
+// With expert tiles (G = ExpertTiles, tile_matmul_experts), grid slice z is expert z over its
+// own rows: the product's matrix, activations, scales, outputs and row count are pointed at
+// them. False when this block's tokens (from t0) lie past the expert's rows: nothing to do.
+// The tiles are a kernel parameter, so this may run before the programmatic wait.
+template <class G, class Half>
+__device__ __forceinline__ bool select_expert(const G& g, int t0, QuantMatrix& w, const Half*& x,
+                                              float*& y, const float*& inv_scale, int& T) {
+  if constexpr (G::kOn) {
+    const int z = static_cast<int>(blockIdx.z);
+    if (t0 >= g.count[z]) return false;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w.region[j] = g.data[z] + g.region_offset[j];
+    x += int64_t{g.row0[z]} * w.cols;
+    inv_scale += g.row0[z];
+    y += int64_t{g.row0[z]} * w.rows;
+    T = g.count[z];
+  }
+  return true;
 }
 
 // The common shape: warp w has rows 16w .. 16w + 15 of the block and all its kN tokens.

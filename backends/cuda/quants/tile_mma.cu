@@ -200,23 +200,6 @@ __device__ __forceinline__ void multiply_chunk(const __half* ws, const __half* x
 // product), and on the 9B shape the 64-stream decode step went from 27.1 to 25.9 ms without.
 constexpr int min_blocks(int n_tokens) { return n_tokens <= 16 ? 4 : n_tokens <= 32 ? 3 : 2; }
 
-// With expert tiles (G = ExpertTiles), grid slice z is expert z over its own rows: args are
-// pointed at them, and a block past its expert's rows has nothing to do.
-template <class G>
-__device__ __forceinline__ bool select_expert(const G& g, int t0, TileArgs& a) {
-  if constexpr (G::kOn) {
-    const int z = static_cast<int>(blockIdx.z);
-    if (t0 >= g.count[z]) return false;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) a.w.region[j] = g.data[z] + g.region_offset[j];
-    a.x += int64_t{g.row0[z]} * a.w.cols;
-    a.inv_scale += g.row0[z];
-    a.y += int64_t{g.row0[z]} * a.w.rows;
-    a.T = g.count[z];
-  }
-  return true;
-}
-
 template <class Q, int kN, class G = NoExpertTiles>
 __global__ void __launch_bounds__(kThreads, min_blocks(kN))
     tile_mma_kernel(TileArgs args, G groups) {
@@ -230,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN))
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int64_t row0 = int64_t{blockIdx.x} * kRows;
   const int t0 = static_cast<int>(blockIdx.y) * kN;
-  if (!select_expert(groups, t0, args)) return;
+  if (!select_expert(groups, t0, args.w, args.x, args.y, args.inv_scale, args.T)) return;
   const QuantMatrix& w = args.w;
   const int n_chunks = static_cast<int>((w.cols + kChunk - 1) / kChunk);
   const int first = G::kOn ? 0 : static_cast<int>(blockIdx.z) * args.chunks_per_split;

@@ -291,23 +291,6 @@ bool early_weights() {
   return on;
 }
 
-// With expert tiles (G = ExpertTiles), grid slice z is expert z over its own rows (as in
-// tile_mma.cu); kernel parameters, so readable before the programmatic wait.
-template <class G>
-__device__ __forceinline__ bool select_expert(const G& g, int t0, Q4kArgs& a) {
-  if constexpr (G::kOn) {
-    const int z = static_cast<int>(blockIdx.z);
-    if (t0 >= g.count[z]) return false;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) a.w.region[j] = g.data[z] + g.region_offset[j];
-    a.x += int64_t{g.row0[z]} * a.w.cols;
-    a.out.inv_scale += g.row0[z];
-    a.out.y += int64_t{g.row0[z]} * a.w.rows;
-    a.out.T = g.count[z];
-  }
-  return true;
-}
-
 template <class S, int kN, int kTW, class G = NoExpertTiles>
 __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
     tile_q4k_kernel(Q4kArgs args, bool early, G groups) {
@@ -319,7 +302,7 @@ __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
   const int row_warp = warp % S::kWarpRows, tok0 = warp / S::kWarpRows * kNW;
   const int64_t row0 = int64_t{blockIdx.x} * S::kRows;
   const int t0 = static_cast<int>(blockIdx.y) * kN;
-  if (!select_expert(groups, t0, args)) {
+  if (!select_expert(groups, t0, args.w, args.x, args.out.y, args.out.inv_scale, args.out.T)) {
     pdl_begin();
     return;
   }

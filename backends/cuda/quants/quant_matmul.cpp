@@ -415,7 +415,7 @@ void QuantMatmul::matmul_experts(std::span<const Weight> experts, std::span<cons
   for (size_t e = 0; e < experts.size(); ++e) {
     const int64_t r0 = first[e], n = first[e + 1] - r0;
     if (n <= 0) continue;
-    if (n > tile_tokens_ || n > prefill_tokens_) {  // many rows: the prefill product
+    if (tile_tokens_ == 0 || n > prefill_tokens_) {  // no tile kernels, or too many rows
       launch();
       matmul(experts[e], x + r0 * cols, n, y + r0 * rows);
       continue;

@@ -46,8 +46,11 @@ class QuantMatmul {
   // y[T, rows] = x[T, cols] * W^T (device pointers).
   void matmul(const Weight& w, const float* x, int64_t T, float* y);
   // Backend::matmul_experts for experts of one supported type and shape (the caller checks):
-  // the experts with at most kTileTokens rows go through tile products of many experts per
-  // launch (expert_tiles.h), the others one matmul each.
+  // tile products of many experts per launch (expert_tiles.h), an expert with more rows than
+  // one launch's activations hold (prefill_tokens_) one prefill product of its own. Even an
+  // expert with hundreds of rows stays in the tile launch (several blocks of tokens): one
+  // expansion and GEMM per expert costs tens of microseconds in launches, and a long prompt
+  // gives half of 256 experts over 64 rows.
   void matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
                       const float* x, float* y);
   // Prefill converts at most this many tokens' activations at once (kPrefillTokens, or fewer

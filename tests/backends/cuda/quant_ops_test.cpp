@@ -185,11 +185,10 @@ TEST_P(CudaQuantTypes, MatmulMatchesExactProductAndCpu) {
   ::testing::Test::RecordProperty("worst_at", worst.where);
 }
 
-// A prompt's mixture-of-experts block: matmul_experts runs the experts with up to 64 rows many
-// to a launch (tile products; Q4_K through its own kernel) and those with more one product
-// each (prefill). Every expert's rows match the exact product and the CPU within the half
-// products' bounds, whatever its row count (none, one, a token bucket's edges, several
-// blocks of tokens), and a second run gives the same bits.
+// A prompt's mixture-of-experts block: matmul_experts runs the experts many to a launch (tile
+// products; Q4_K through its own kernel). Every expert's rows match the exact product and the
+// CPU within the half products' bounds, whatever its row count (none, one, a token bucket's
+// edges, several blocks of tokens), and a second run gives the same bits.
 TEST_P(CudaQuantTypes, MatmulExpertsMatchEachExpertsProduct) {
   const QuantCase& c = GetParam();
   const int64_t E = dtype_traits(c.type).block_size;

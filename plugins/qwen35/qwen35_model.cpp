@@ -40,8 +40,7 @@ class Qwen35Model final : public Model {
     info_.architecture = c.gguf_architecture();
     if (c.moe() && !backend_.runs_experts())
       throw BackendUnsupported(weights_.where() + ": the " + backend_.name() +
-                               " backend does not run mixture-of-experts (qwen35moe) blocks" +
-                               (backend_.name() == "cuda" ? " (HOSTLM_CUDA_MOE=0 is set)" : ""));
+                               " backend does not run mixture-of-experts (qwen35moe) blocks");
     info_.n_vocab = c.n_vocab;
     info_.n_ctx_train = c.n_ctx_train;
     info_.n_layers = c.n_layers;

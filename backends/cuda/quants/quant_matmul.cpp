@@ -382,7 +382,9 @@ void QuantMatmul::tile(const Weight& w, const float* x, int64_t T, float* y) {
 
 void QuantMatmul::matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
                                  const float* x, float* y) {
-  if (experts.empty() || first.size() != experts.size() + 1) return;
+  if (first.size() != experts.size() + 1)
+    throw Error("matmul_experts: " + std::to_string(experts.size() + 1) + " row offsets expected");
+  if (experts.empty()) return;
   flush_norm();
   const Weight& like = experts.front();
   const int64_t rows = like.rows, cols = like.cols;

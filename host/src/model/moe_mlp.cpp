@@ -112,7 +112,7 @@ void MoeMlp::forward(Backend& be, Scratch& s, MoeScratch& m, const float* x, int
                      float* out) const {
   const int64_t E = router.rows, H = router.cols, k = n_used;
   const auto e = static_cast<size_t>(E);
-  if (T > m.max_tokens_ || E != m.n_experts_ || H != m.hidden_ || k != m.n_used_ ||
+  if (T > m.max_tokens_ || E != m.n_experts_ || H != m.hidden_ || k != m.n_used_ || gates.empty() ||
       gates.size() != e || ups.size() != e || downs.size() != e ||
       gates.front().rows > m.expert_ffn_)
     throw Error("mixture-of-experts block does not match its scratch");

@@ -4,6 +4,9 @@
 // calls, the GPU time inside its launches and the host time spent issuing them, beside the
 // wall time from the first op to the last. GPU time well below wall time means the step is
 // bound by launches and host work, not by kernels. Off (one branch per op) otherwise.
+// Each row's first call is reported apart and left out of its times: a first call loads its
+// kernels (lazy module loading, cuBLAS's too) and can take a thousand times a later one,
+// which made a warm-up run look like slow steady-state products (session 37).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -45,12 +48,14 @@ class OpProfile {
 
  private:
   struct Totals {
-    long long calls = 0;
-    double gpu_ms = 0, host_ms = 0;
+    long long calls = 0;             // all, the first included
+    double gpu_ms = 0, host_ms = 0;  // all calls but the first
+    double first_gpu_ms = 0;
   };
   struct Recorded {
     const char* op;
     cudaEvent_t begin, end;
+    bool first;
   };
   cudaEvent_t take_event();
   void record(const char* op, cudaEvent_t begin, double host_ms);

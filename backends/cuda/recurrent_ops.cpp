@@ -10,6 +10,17 @@
 
 namespace hostlm::cuda {
 
+// With HOSTLM_CUDA_PROFILE=2, decode launches (one token a sequence) and prompt ones get rows
+// of their own.
+const char* CudaBackend::seqs_label(const char* op, std::span<const SequenceSlice> seqs) {
+  if (!profile_->detailed()) return op;
+  int64_t max_T = 0;
+  for (const SequenceSlice& sl : seqs) max_T = std::max(max_T, sl.T);
+  return profile_->label(op, max_T <= 1    ? "1 token a sequence"
+                             : max_T <= 64 ? "2-64 tokens a sequence"
+                                           : "over 64 tokens a sequence");
+}
+
 void CudaBackend::conv1d_silu(const float* x, int64_t T, int64_t channels, int64_t K,
                               const float* weight, float* conv_state, float* out) {
   const SequenceSlice one{0, T, 0, conv_state, nullptr};
@@ -18,7 +29,7 @@ void CudaBackend::conv1d_silu(const float* x, int64_t T, int64_t channels, int64
 
 void CudaBackend::conv1d_silu_seqs(std::span<const SequenceSlice> seqs, const float* x,
                                    int64_t channels, int64_t K, const float* weight, float* out) {
-  const auto timed = profile_->scope("conv1d_silu");
+  const auto timed = profile_->scope(seqs_label("conv1d_silu", seqs));
   forget_acts();
   if (K > kConvMaxKernel)
     throw Error("CUDA conv1d supports kernels up to " + std::to_string(kConvMaxKernel) +
@@ -46,7 +57,7 @@ void CudaBackend::gated_delta_rule_seqs(std::span<const SequenceSlice> seqs, con
                                         const float* alpha, const float* beta_raw,
                                         const float* a_neg, const float* dt_bias,
                                         const DeltaRuleShape& sh, float* out) {
-  const auto timed = profile_->scope("gated_delta_rule");
+  const auto timed = profile_->scope(seqs_label("gated_delta_rule", seqs));
   delta_rule(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh, nullptr, nullptr, 0.f, 0, out);
 }
 

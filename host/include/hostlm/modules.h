@@ -110,7 +110,8 @@ void route_experts(const float* logits, int64_t E, int64_t n_used, int32_t* ids,
 // what the experts (and the shared expert) return, and host arrays for deciding the routes.
 // Sized at load for up to max_tokens tokens. On a backend that routes on its own
 // (Backend::offers_device_routing), prepare() adds what small decode steps use there: ids and
-// weights, and one combined weight per expert matrix type and shape.
+// weights, and one combined weight per expert matrix type and shape; and room for longer
+// inputs' routes, picked there too and sent back instead of the logits.
 class MoeScratch {
  public:
   MoeScratch(Backend& backend, int64_t max_tokens, int64_t hidden, int64_t expert_ffn,
@@ -147,6 +148,10 @@ class MoeScratch {
   // Routing on the backend: ids and weights [kDeviceTokens, n_used], the combined experts'
   // SwiGLU [n_used * widest expert] and its up half.
   std::unique_ptr<Buffer> device_ids_, device_weights_, combined_h_, combined_up_;
+  // Routes picked on the backend for the host-routed path: ids [T, n_used] (int32 in float
+  // slots), weights [T, n_used], the shared expert's gate logits [T]; and their host copy.
+  std::unique_ptr<Buffer> routes_;
+  std::vector<float> host_routes_;
   std::vector<Combined> combined_;
   size_t combined_bytes_ = 0;
   int64_t widest_expert_ = 0;
@@ -158,7 +163,9 @@ class MoeScratch {
 // sigmoid(shared_gate . x).
 //
 // Two ways to run it. Routed on the host (any backend, any T): the router logits come back
-// with download (one wait a block), the backend gathers each expert's rows (gather_rows),
+// with download (one wait a block; where the backend routes on its own, its routes come back
+// instead: T * n_used pairs rather than T * E logits, and no softmax on the host, which took
+// about 1 ms a block of 512 tokens there), the backend gathers each expert's rows (gather_rows),
 // every chosen expert runs once over all of its rows (matmul_experts: gate, up, then down, a
 // SwiGLU over all rows between), and weighted_row_sums adds each token's
 // outputs up in expert order, the shared expert last. Routed on the backend (decode steps of

@@ -3,7 +3,9 @@
 // SwiGLU product and one down product).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
+#include <string>
 
 #include "hostlm/error.h"
 #include "hostlm/modules.h"
@@ -46,6 +48,9 @@ void MoeScratch::prepare(Backend& backend, const MoeMlp& block) {
   if (!device_ids_) {
     device_ids_ = backend.alloc(static_cast<size_t>(tokens * k));  // int32 in float slots
     device_weights_ = backend.alloc(static_cast<size_t>(tokens * k));
+    const auto route_floats = static_cast<size_t>(max_tokens_ * (2 * k + 1));
+    routes_ = backend.alloc(route_floats);
+    host_routes_.resize(route_floats);
   }
   const int64_t width = block.gates.empty() ? 0 : block.gates.front().rows;
   if (width > widest_expert_) {
@@ -79,7 +84,9 @@ int64_t MoeScratch::floats() const {
   const int64_t rows = max_tokens_ * n_used_, sums = max_tokens_ * (n_used_ + 1);
   const int64_t logits = max_tokens_ * (n_experts_ + 1);
   const int64_t backend = logits + rows * hidden_ + sums * hidden_ + 2 * rows * expert_ffn_;
-  return backend + logits + rows * 4 + sums * 2 + max_tokens_;  // host: logits, routes, sums
+  // The backend's routes are on both sides; on the host also the logits, routes and sums.
+  const auto routes = static_cast<int64_t>(host_routes_.size());
+  return backend + logits + rows * 4 + sums * 2 + max_tokens_ + 2 * routes;
 }
 
 void route_experts(const float* logits, int64_t n_experts, int64_t n_used, int32_t* chosen,
@@ -171,15 +178,33 @@ void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const f
   const int64_t E = router.rows, H = router.cols, k = n_used;
   const auto rows = static_cast<size_t>(T * k);
 
-  // The router's logits and the shared expert's gate come back together: the block's one wait.
+  // The routes (or the router's logits) and the shared expert's gate come back together: the
+  // block's one wait.
   const float* logits = router_products(be, m, x, T);
-  be.download(m.host_gate_logits_.data(), logits,
-              static_cast<size_t>(T * (E + (has_shared ? 1 : 0))));
-  const float* host_logits = m.host_gate_logits_.data();
   int32_t* chosen = m.chosen_.data();
   float* weights = m.weights_.data();
-  for (int64_t t = 0; t < T; ++t)
-    route_experts(host_logits + t * E, E, k, chosen + t * k, weights + t * k, m.probs_, m.order_);
+  const float* gate_logits = nullptr;  // [T] on the host
+  if (m.routes_ && be.offers_device_routing(E)) {
+    float* routes = m.routes_->data();
+    be.moe_route(logits, T, E, k, reinterpret_cast<int32_t*>(routes), routes + rows);
+    if (has_shared) be.copy_rows(routes + 2 * rows, 1, logits + T * E, 1, T, 1);
+    float* host = m.host_routes_.data();
+    be.download(host, routes, 2 * rows + (has_shared ? static_cast<size_t>(T) : 0));
+    std::memcpy(chosen, host, rows * sizeof(int32_t));
+    std::copy_n(host + rows, rows, weights);
+    gate_logits = host + 2 * rows;
+    for (size_t i = 0; i < rows; ++i)
+      if (chosen[i] < 0 || chosen[i] >= E)
+        throw Error("mixture-of-experts routing chose expert " + std::to_string(chosen[i]) +
+                    " of " + std::to_string(E));
+  } else {
+    be.download(m.host_gate_logits_.data(), logits,
+                static_cast<size_t>(T * (E + (has_shared ? 1 : 0))));
+    const float* host_logits = m.host_gate_logits_.data();
+    for (int64_t t = 0; t < T; ++t)
+      route_experts(host_logits + t * E, E, k, chosen + t * k, weights + t * k, m.probs_, m.order_);
+    gate_logits = host_logits + T * E;
+  }
 
   // Rows grouped by expert (in token order within each): every chosen expert runs once.
   std::vector<int32_t>& first = m.expert_rows_;  // rows of expert e: [first[e], first[e + 1])
@@ -217,7 +242,7 @@ void MoeMlp::forward_host_routed(Backend& be, Scratch& s, MoeScratch& m, const f
     for (int64_t t = 0; t < T; ++t) {
       const auto at = static_cast<size_t>(t * per_token + k);
       m.sum_rows_[at] = static_cast<int32_t>(static_cast<int64_t>(rows) + t);
-      m.sum_weights_[at] = 1.f / (1.f + std::exp(-host_logits[T * E + t]));
+      m.sum_weights_[at] = 1.f / (1.f + std::exp(-gate_logits[t]));
     }
   const auto sums = static_cast<size_t>(T * per_token);
   be.weighted_row_sums(out, expert_out, H, T, per_token,

@@ -1,8 +1,9 @@
 // The mixture-of-experts block routed on the backend (MoeMlp's path for small decode steps
-// where the backend offers it, as CUDA does), run on the CPU: a forwarding backend offers the
-// CPU backend's implementations of those ops, so the block's own arithmetic (combined experts,
-// scaled SwiGLU segments, the gated shared expert) is checked here, without a GPU, against the
-// host-routed path and against transformers.
+// where the backend offers it, as CUDA does; longer inputs take the backend's routes back to
+// the host), run on the CPU: a forwarding backend offers the CPU backend's implementations of
+// those ops, so the block's own arithmetic (combined experts, scaled SwiGLU segments, the gated
+// shared expert, routes sent back) is checked here, without a GPU, against the host-routed path
+// and against transformers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "hostlm/model_loader.h"
+#include "hostlm/modules.h"
 #include "step_contract_support.h"
 
 namespace hostlm {
@@ -19,12 +21,13 @@ namespace {
 class RoutingCpu final : public testing::ForwardingBackend {
  public:
   explicit RoutingCpu(Backend& cpu) : ForwardingBackend(cpu), cpu_(cpu) {}
-  int routes = 0;  // moe_route calls
+  int routes = 0;         // moe_route calls of decode steps (up to MoeMlp::kDeviceTokens)
+  int prompt_routes = 0;  // and of longer inputs
 
   bool offers_device_routing(int64_t n_experts) const override { return n_experts <= 512; }
   void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, int32_t* ids,
                  float* weights) override {
-    ++routes;
+    ++(T <= modules::MoeMlp::kDeviceTokens ? routes : prompt_routes);
     cpu_.moe_route(logits, T, E, k, ids, weights);
   }
   Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side) override {
@@ -56,13 +59,14 @@ struct Routed {
       registry.plugin_for(files.files().architecture).load(files.files(), backend, {});
 };
 
-// Token by token every block routes on the backend; one prompt routes on the host. Float32
-// both ways, summed in other orders.
+// Token by token every block runs the combined experts; one prompt runs each expert over its
+// rows, with the routes the backend picked. Float32 both ways, summed in other orders.
 TEST(Qwen35MoeBackendRouting, StepsMatchTheHostRoutedPrompt) {
   Routed r;
   const auto& tokens = r.ref.sequences.back().tokens;
   const std::vector<float> prompt = testing::all_logits(*r.model, tokens);
   EXPECT_EQ(r.backend.routes, 0);
+  EXPECT_GT(r.backend.prompt_routes, 0);
   const auto V = static_cast<size_t>(r.ref.vocab);
   auto seq = r.model->new_sequence(static_cast<int64_t>(tokens.size()));
   std::vector<float> step(V);
@@ -92,6 +96,7 @@ TEST(Qwen35MoeBackendRouting, TwoSequencesInOneStepMatchHostRouting) {
   Routed r;
   const std::vector<float> routed = testing::decode_two(*r.model, 6, nobody);
   EXPECT_EQ(r.backend.routes, 6 * 4);
+  EXPECT_EQ(r.backend.prompt_routes, 2 * 4);  // the two prompts
   ModelLoadOptions cpu;
   cpu.backend = "cpu";
   LoadedModel plain(r.registry, r.ref.folder, cpu);
@@ -103,6 +108,19 @@ TEST(Qwen35MoeBackendRouting, TwoSequencesInOneStepMatchHostRouting) {
     scale = std::max(scale, static_cast<double>(std::abs(host[i])));
   }
   EXPECT_LT(worst / scale, 1e-5);
+}
+
+// A prompt whose routes the backend picked and sent back has the logits of one routed on the
+// host: here both pick them with the same function (route_experts), so the bits are equal.
+TEST(Qwen35MoeBackendRouting, PromptRoutedOnTheBackendEqualsHostRouted) {
+  Routed r;
+  const auto& tokens = r.ref.sequences.back().tokens;
+  const std::vector<float> routed = testing::all_logits(*r.model, tokens);
+  EXPECT_GT(r.backend.prompt_routes, 0);
+  ModelLoadOptions cpu;
+  cpu.backend = "cpu";
+  LoadedModel plain(r.registry, r.ref.folder, cpu);
+  EXPECT_EQ(routed, testing::all_logits(plain.model(), tokens));
 }
 
 }  // namespace

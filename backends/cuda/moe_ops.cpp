@@ -61,9 +61,10 @@ Weight CudaBackend::combined_weight(std::span<const Weight> experts, int64_t n, 
     w.rows = like.rows * n;
   }
   const size_t bytes = like.row_bytes * static_cast<size_t>(like.rows * n);
-  w.data = weights_->allocate(bytes, "combined experts (" + std::to_string(n) + " matrices of " +
-                                         std::to_string(like.rows) + " x " +
-                                         std::to_string(like.cols) + ")");
+  w.data =
+      weights_->allocate(bytes + quants::QuantMatmul::kTailBytes,
+                         "combined experts (" + std::to_string(n) + " matrices of " +
+                             std::to_string(like.rows) + " x " + std::to_string(like.cols) + ")");
   if (quants::QuantMatmul::supports(w.type)) quant_->reserve(w.type, w.rows, w.cols);
   return w;
 }

@@ -108,8 +108,8 @@ Weight split_weight(const TensorView& view, void* data) {
 Weight QuantMatmul::load(const TensorView& view) {
   Weight w = split_weight(view, nullptr);
   reserve_scratch(w.type, w.rows, w.cols);
-  auto* device =
-      static_cast<uint8_t*>(weights_.allocate(view.nbytes, "tensor '" + view.name + "'"));
+  auto* device = static_cast<uint8_t*>(
+      weights_.allocate(view.nbytes + kTailBytes, "tensor '" + view.name + "'"));
   upload_split(view, device);
   w.data = device;
   return w;
@@ -119,7 +119,8 @@ Weight QuantMatmul::load_host(const TensorView& view) {
   Weight w = split_weight(view, nullptr);
   void* host = nullptr;
   // Write-combined: written once here, then read only by the GPU, over the bus.
-  check(cudaHostAlloc(&host, view.nbytes, cudaHostAllocMapped | cudaHostAllocWriteCombined),
+  check(cudaHostAlloc(&host, view.nbytes + kTailBytes,
+                      cudaHostAllocMapped | cudaHostAllocWriteCombined),
         ("pinned host memory for tensor '" + view.name + "' (" + std::to_string(view.nbytes) +
          " bytes)")
             .c_str());

@@ -108,6 +108,10 @@ class QuantMatmul {
   static constexpr int64_t kTileTokens = 64;
   // Tokens per prefill GEMM: longer batches are multiplied in chunks of this many.
   static constexpr int64_t kPrefillTokens = 1024;
+  // Bytes after every split tensor that kernels may read (and ignore): the Q6_K tile product
+  // copies each 2-byte d in its aligned 4-byte word, 2 bytes past the last one when the
+  // tensor has an odd number of blocks.
+  static constexpr size_t kTailBytes = 16;
 
  private:
   void reserve_scratch(DType type, int64_t rows, int64_t cols);

@@ -1,4 +1,4 @@
-// What the tile products (tile_mma.cu, tile_q4k.cu) share: how a launch is cut into blocks
+// What the tile products (tile_mma.cu, tile_pipelined.cu) share: how a launch is cut into blocks
 // and column splits, and how a warp's m16n8 accumulators reach y, adding split partial sums
 // in a fixed order so that results never depend on which split finished last.
 #pragma once
@@ -29,7 +29,7 @@ inline int tokens_per_block(int64_t T) { return T <= 16 ? 16 : T <= 32 ? 32 : 64
 struct TilePlan {
   unsigned row_blocks, token_blocks;
   int chunks_per_split, splits;
-  int shape = 0;  // which block shape of the kernel (tile_q4k.cu has two)
+  int shape = 0;  // which block shape of the kernel (tile_pipelined.cu has two)
 };
 
 // The share of the launch's block slots that its blocks fill, over all its waves.

@@ -15,8 +15,8 @@
 // 16.5 ms. Still far from the bandwidth bound: Nsight Compute shows the gate/up product at
 // ~0.5 TB/s with 20% occupancy, the time being the latency chain of each chunk (load, expand,
 // barrier, multiply, barrier) with one chunk in flight per block. L2 prefetch ahead of the
-// loads measured no gain. Q4_K, the bulk of a Q4_K_M model, has a multi-stage cp.async kernel of
-// its own (tile_q4k.cu) on GPUs with the shared memory for it.
+// loads measured no gain. Q4_K and Q6_K, the bulk of a Q4_K_M model, have a multi-stage
+// cp.async kernel of their own (tile_pipelined.cu) on GPUs with the shared memory for it.
 //
 // Matrices with few row blocks (a 4096-row projection is 64 blocks on a 132-SM GPU) are split
 // over columns; each split writes its partial sums and the last one to finish adds them in
@@ -31,7 +31,7 @@
 #include "cuda/quants/quant_kernels.h"
 #include "cuda/quants/quant_types.h"
 #include "cuda/quants/tile_common.cuh"
-#include "cuda/quants/tile_q4k.h"
+#include "cuda/quants/tile_pipelined.h"
 #include "cuda/tensor_core.cuh"
 
 namespace hostlm::cuda::quants {
@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kN))
 }
 
 TilePlan plan_for(DType type, int64_t rows, int64_t cols, int64_t T) {
-  if (type == DType::Q4_K && tile_q4k_ready()) return tile_q4k_plan(rows, cols, T);
+  if (tile_pipelined_ready(type)) return tile_pipelined_plan(type, rows, cols, T);
   return tile_plan(rows, (cols + kChunk - 1) / kChunk, T, kRows, min_blocks(tokens_per_block(T)));
 }
 
@@ -280,7 +280,7 @@ cudaError_t prepare_tile_matmul() {
       for (cudaError_t s : {set_smem<Q, 16>(), set_smem<Q, 32>(), set_smem<Q, 64>()})
         if (status == cudaSuccess) status = s;
     });
-  if (status == cudaSuccess) status = prepare_tile_q4k();
+  if (status == cudaSuccess) status = prepare_tile_pipelined();
   return status;
 }
 
@@ -289,7 +289,7 @@ size_t tile_matmul_partial_floats(DType type, int64_t rows, int64_t cols, int64_
 }
 
 size_t tile_matmul_counters(DType type, int64_t rows, int64_t T) {
-  if (type == DType::Q4_K && tile_q4k_ready()) return tile_q4k_counters(rows, T);
+  if (tile_pipelined_ready(type)) return tile_pipelined_counters(type, rows, T);
   const TilePlan p = plan_for(type, rows, kChunk, T);
   return size_t{p.row_blocks} * p.token_blocks;
 }
@@ -310,9 +310,9 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
   }
   const QuantMatrix m = quant_matrix(type, w, rows, cols);
   const auto* x = static_cast<const __half*>(x_f16);
-  if (type == DType::Q4_K && tile_q4k_ready()) {
+  if (tile_pipelined_ready(type)) {
     const TileOutput out{y, partial, counters, inv_scale, rows, static_cast<int>(T), p.splits};
-    tile_q4k_launch(p, m, x, out, stream);
+    tile_pipelined_launch(type, p, m, x, out, stream);
     return cudaGetLastError();
   }
   TileArgs a{m,       x, inv_scale, y, partial, counters, static_cast<int>(T), p.chunks_per_split,
@@ -344,10 +344,10 @@ cudaError_t tile_matmul_experts(DType type, const ExpertTiles& tiles, int64_t ro
   TilePlan p;
   p.token_blocks = blocks_for(max_count, n);
   p.splits = 1;
-  if (type == DType::Q4_K && tile_q4k_ready()) {
+  if (tile_pipelined_ready(type)) {
     p.row_blocks = 0;  // the kernel's own row blocks
     const TileOutput out{y, nullptr, nullptr, inv_scale, rows, max_count, 1};
-    tile_q4k_launch_experts(p, m, x, out, tiles, n, stream);
+    tile_pipelined_launch_experts(type, p, m, x, out, tiles, n, stream);
     return cudaGetLastError();
   }
   p.row_blocks = blocks_for(rows, kRows);

@@ -458,36 +458,42 @@ TEST_F(CudaQuant, PrefillBeyondTheExpectedBatchGoesInChunks) {
   check_products(w, x, rows, cols, T, y, y_cpu, "300x1024 T=300 in chunks of 100", worst);
 }
 
-// The Q4_K tile product's pipeline (tile_q4k.cu on GPUs with the shared memory for it): a
-// matrix taller than one 128-row block and not a multiple of it, 16 chunks per row so that the
-// stage ring wraps several times, every token bucket, with and without column splits (9000
-// rows at 64 tokens fill an H200 without them). Same bounds as every other half product.
-TEST_F(CudaQuant, Q4kTileProductOverManyChunks) {
-  const QuantCase& c = case_of(DType::Q4_K);
+// The pipelined tile products (tile_pipelined.cu on GPUs with the shared memory for it), Q4_K
+// and Q6_K: a matrix taller than one 128-row block and not a multiple of it, 16 chunks per row
+// so that the stage ring wraps several times, every token bucket, with and without column
+// splits (9000 rows at 64 tokens fill an H200 without them); and an odd number of blocks in
+// all (1101 x 768), whose last Q6_K scale is copied in a word reaching past the tensor. Same
+// bounds as every other half product.
+TEST_F(CudaQuant, PipelinedTileProductsOverManyChunks) {
   std::mt19937 rng(7);
-  Worst worst;
-  for (int64_t rows : {1100, 9000}) {
-    const int64_t cols = 4096;
-    const std::vector<uint8_t> blocks =
-        testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
-    const std::vector<float> w = testing::dequantize(c, blocks);
-    const Weight wc = cpu_->load_weight(view_of("q4k.weight", c.type, rows, cols, blocks));
-    const Weight wg = gpu_->load_weight(view_of("q4k.weight", c.type, rows, cols, blocks));
-    for (int64_t T : {7, 16, 17, 33, 64}) {
-      if (rows > 1100 && T != 16 && T != 64) continue;  // the CPU checks are O(T * rows * cols)
-      std::uniform_real_distribution<float> u(-1.f, 1.f);
-      std::vector<float> x(static_cast<size_t>(T * cols));
-      for (float& v : x) v = u(rng);
-      std::vector<float> y_cpu(static_cast<size_t>(T * rows));
-      cpu_->matmul(wc, x.data(), T, y_cpu.data());
-      const std::vector<float> y = run_gpu_matmul(wg, x, T);
-      EXPECT_EQ(0, std::memcmp(y.data(), run_gpu_matmul(wg, x, T).data(), y.size() * 4))
-          << rows << "x" << cols << " T=" << T << ": a second run differs";
-      check_products(w, x, rows, cols, T, y, y_cpu,
-                     "Q4_K " + std::to_string(rows) + "x4096 T=" + std::to_string(T), worst);
+  for (DType type : {DType::Q4_K, DType::Q6_K}) {
+    const QuantCase& c = case_of(type);
+    Worst worst;
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1100, 4096}, {9000, 4096}, {1101, 768}}) {
+      const std::vector<uint8_t> blocks =
+          testing::random_blocks(c, static_cast<size_t>(rows * cols / 256), rng);
+      const std::vector<float> w = testing::dequantize(c, blocks);
+      const Weight wc = cpu_->load_weight(view_of("tile.weight", c.type, rows, cols, blocks));
+      const Weight wg = gpu_->load_weight(view_of("tile.weight", c.type, rows, cols, blocks));
+      for (int64_t T : {7, 16, 17, 33, 64}) {
+        if (rows > 1100 && cols > 768 && T != 16 && T != 64)
+          continue;  // the CPU checks are O(T * rows * cols)
+        std::uniform_real_distribution<float> u(-1.f, 1.f);
+        std::vector<float> x(static_cast<size_t>(T * cols));
+        for (float& v : x) v = u(rng);
+        std::vector<float> y_cpu(static_cast<size_t>(T * rows));
+        cpu_->matmul(wc, x.data(), T, y_cpu.data());
+        const std::vector<float> y = run_gpu_matmul(wg, x, T);
+        const std::string what = std::string(c.file) + " " + std::to_string(rows) + "x" +
+                                 std::to_string(cols) + " T=" + std::to_string(T);
+        EXPECT_EQ(0, std::memcmp(y.data(), run_gpu_matmul(wg, x, T).data(), y.size() * 4))
+            << what << ": a second run differs";
+        check_products(w, x, rows, cols, T, y, y_cpu, what, worst);
+      }
     }
+    ::testing::Test::RecordProperty(std::string("worst_error_over_bound_") + c.file,
+                                    std::to_string(worst.ratio));
   }
-  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(worst.ratio));
 }
 
 // The single-token GEMV (gemv_one_token.cu) on model-sized matrices: rows enough for several

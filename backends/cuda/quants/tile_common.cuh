@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/common.cuh"
 #include "cuda/quants/expert_tiles.h"
@@ -42,6 +43,17 @@ inline double wave_fill(const TilePlan& p, int resident_per_sm) {
 // Splits over columns while all blocks still fit on the GPU at once (`resident_per_sm`
 // blocks per SM): more blocks hide more of the loads' latency, but a second wave would add a
 // whole block's latency chain again.
+// HOSTLM_CUDA_TILE_SMALL_SPLITS=N: matrices of at most 64 rows (a delta-rule layer's alpha and
+// beta) take at most N splits (default: as many as fill the GPU), for measuring whether their
+// latency is the reduction's or the chunks'.
+inline int64_t small_matrix_splits() {
+  static const int64_t n = [] {
+    const char* env = std::getenv("HOSTLM_CUDA_TILE_SMALL_SPLITS");
+    return env == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(env));
+  }();
+  return n;
+}
+
 inline TilePlan tile_plan(int64_t rows, int64_t n_chunks, int64_t T, int rows_per_block,
                           int resident_per_sm) {
   TilePlan p;
@@ -49,7 +61,9 @@ inline TilePlan tile_plan(int64_t rows, int64_t n_chunks, int64_t T, int rows_pe
   p.token_blocks = blocks_for(T, tokens_per_block(T));
   const int64_t tiles = int64_t{p.row_blocks} * p.token_blocks;
   const int64_t resident = int64_t{resident_per_sm} * sm_count();
-  const int splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, n_chunks));
+  int64_t most = n_chunks;
+  if (rows <= 64 && small_matrix_splits() > 0) most = std::min(most, small_matrix_splits());
+  const int splits = static_cast<int>(std::clamp<int64_t>(resident / tiles, 1, most));
   p.chunks_per_split = static_cast<int>((n_chunks + splits - 1) / splits);
   p.splits = static_cast<int>((n_chunks + p.chunks_per_split - 1) / p.chunks_per_split);
   return p;

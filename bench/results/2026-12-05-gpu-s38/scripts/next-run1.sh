@@ -11,22 +11,25 @@
 # (and .devcarry/h200.tar.xz from main as usual).
 source bench/results/2026-12-05-h200-s37/scripts/env.sh
 tar xJf .devcarry/h200-b.tar.xz; B2=$R/build-h200-b
+echo "{\"source_dir\": \"$R\"}" > $B2/hostlm-build-tree.json
+# with_build DIR CMD...: CMD with DIR's libraries, backends and plugins.
+with_build() { local b=$1; shift; env HOSTLM_BUILD_DIR=$b HOSTLM_LIBRARY=$b/lib/libhostlm.so LD_LIBRARY_PATH=$b/lib:$LD_LIBRARY_PATH "$@"; }
 make_file 9b-q4km 9b Q4_K_M
 {
 el "cuda tests, branch"
-LD_LIBRARY_PATH=$B2/lib:$LD_LIBRARY_PATH timeout 300 $B2/bin/test_cuda_backend --gtest_brief=1 > $OUT/cuda-tests-b.txt 2>&1; echo "rc $?"
+with_build $B2 timeout 300 $B2/bin/test_cuda_backend --gtest_brief=1 > $OUT/cuda-tests-b.txt 2>&1; echo "rc $?"
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|Failure" $OUT/cuda-tests-b.txt | head -20
 for t in 64 32 16; do
   for b in $B $B2; do
     el "products alone, T=$t, $b"
-    LD_LIBRARY_PATH=$b/lib:$LD_LIBRARY_PATH HOSTLM_BENCH_TOKENS=$t timeout 60 $b/bin/bench_cuda_quant q4_K q6_K 2>&1 | grep -E "T="
+    with_build $b HOSTLM_BENCH_TOKENS=$t timeout 60 $b/bin/bench_cuda_quant q4_K q6_K 2>&1 | grep -E "T="
   done
 done
 wait_file 9b-q4km 300
 for i in 1 2; do
   for b in $B $B2; do
     el "9B 32, 64 streams, $b"
-    LD_LIBRARY_PATH=$b/lib:$LD_LIBRARY_PATH timeout 60 $b/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
+    with_build $b timeout 60 $b/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
   done
 done
 el done

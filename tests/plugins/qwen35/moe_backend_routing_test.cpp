@@ -61,7 +61,7 @@ struct Routed {
 
 // Token by token every block runs the combined experts; one prompt runs each expert over its
 // rows, with the routes the backend picked. Float32 both ways, summed in other orders.
-TEST(Qwen35MoeBackendRouting, StepsMatchTheHostRoutedPrompt) {
+TEST(Qwen35MoeBackendRouting, StepsMatchThePrompt) {
   Routed r;
   const auto& tokens = r.ref.sequences.back().tokens;
   const std::vector<float> prompt = testing::all_logits(*r.model, tokens);

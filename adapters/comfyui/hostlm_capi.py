@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import HostLMError
 
-C_API_VERSION = 3  # HOSTLM_C_API_VERSION this binding was written for
+C_API_VERSION = 4  # HOSTLM_C_API_VERSION this binding was written for
 
 HOSTLM_TEXT_REASONING = 1
 _DONE_REASONS = {0: "stop", 1: "length", 2: "cancelled"}
@@ -32,6 +32,7 @@ class _ModelParams(ctypes.Structure):
         ("prefix_cache", ctypes.c_int32),
         ("kv_cache_mib", ctypes.c_int64),
         ("gpu_layers", ctypes.c_int32),
+        ("cpu_moe_layers", ctypes.c_int32),
     ]
 
 
@@ -195,12 +196,13 @@ class CModel:
     """One loaded model of the C API. close() frees it; calls after close() fail cleanly."""
 
     def __init__(self, path, backend="auto", threads=0, context=4096, max_sequences=None,
-                 gpu_layers=-1):
+                 gpu_layers=-1, cpu_moe_layers=0):
         self._lib = load_library()
         params = self._lib.hostlm_model_default_params()
         params.backend = backend.encode()
         params.threads = threads
         params.gpu_layers = gpu_layers
+        params.cpu_moe_layers = cpu_moe_layers
         params.context = context
         if max_sequences is not None:
             params.max_sequences = max_sequences

@@ -37,6 +37,17 @@ void BackendFlags::add_to(CLI::App& cmd) {
                  "layers on the GPU like llama.cpp's -ngl: -1 all (default), 0 none (CPU); "
                  "N in between: the last N layers on the GPU, the first ones on the CPU")
       ->check(CLI::Range(-1, 1 << 20));
+  add_cpu_moe_options(cmd, cpu_moe_layers);
+}
+
+void add_cpu_moe_options(CLI::App& cmd, int& cpu_moe_layers) {
+  cmd.add_option("--n-cpu-moe,--ncmoe", cpu_moe_layers,
+                 "mixture-of-experts models: the experts of the first N layers on the CPU, the "
+                 "rest of the model on the GPU, like llama.cpp's --n-cpu-moe (-1: all layers)")
+      ->check(CLI::Range(-1, 1 << 20));
+  cmd.add_flag_callback(
+      "--cpu-moe", [&cpu_moe_layers] { cpu_moe_layers = -1; },
+      "every layer's experts on the CPU (--n-cpu-moe -1)");
 }
 
 ModelLoadOptions BackendFlags::load_options() const {
@@ -44,6 +55,7 @@ ModelLoadOptions BackendFlags::load_options() const {
   o.backend = backend;
   o.threads = threads;
   o.gpu_layers = gpu_layers;
+  o.cpu_moe_layers = cpu_moe_layers;
   return o;
 }
 

@@ -21,9 +21,13 @@ struct BackendFlags {
   std::string backend = "auto";
   int threads = 0;
   int gpu_layers = -1;
+  int cpu_moe_layers = 0;
   void add_to(CLI::App& cmd);
   ModelLoadOptions load_options() const;
 };
+
+// --n-cpu-moe N and --cpu-moe (-1) into `cpu_moe_layers` (ModelLoadOptions::cpu_moe_layers).
+void add_cpu_moe_options(CLI::App& cmd, int& cpu_moe_layers);
 
 // A JSON file ("-": standard input), keys kept in the order written; throws hostlm::Error
 // naming the file when it cannot be read or parsed.

@@ -150,6 +150,7 @@ struct BenchArgs {
   std::string parallel, format, kv_type = "f16";
   int ttft_prefix = 0, ttft_new = 32;
   int64_t batch = 0;
+  int cpu_moe_layers = 0;
 };
 
 void run_serving_modes(const BenchArgs& a, bool reps_given) {
@@ -175,6 +176,7 @@ void run_serving_modes(const BenchArgs& a, bool reps_given) {
   ModelLoadOptions options;
   options.backend = a.backend;
   options.threads = threads.front();
+  options.cpu_moe_layers = a.cpu_moe_layers;
   if (a.batch > 0) options.max_batch = a.batch;  // else what `hostlm serve` uses
   // The longest window run_serving_bench gives a request.
   options.context = std::max(int64_t{config.n_prompt} + config.n_gen,
@@ -234,6 +236,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("--backend", args->backend, "cpu, cuda or auto")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  add_cpu_moe_options(*cmd, args->cpu_moe_layers);
   cmd->add_option("--parallel", args->parallel,
                   "serving mode: concurrent streams through the engine, comma-separated "
                   "(each: one -p prompt, -n tokens)");
@@ -283,6 +286,7 @@ void add_bench_command(CLI::App& app) {
     ModelLoadOptions options;
     options.backend = args->backend;
     options.threads = threads.front();
+    options.cpu_moe_layers = args->cpu_moe_layers;
     options.max_batch = max_batch;
     options.max_sequences = 1;                     // llama-bench's form: one sequence
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins

@@ -17,7 +17,7 @@ extern "C" {
 /* Bumped whenever a struct layout or a signature below changes, so a binding can refuse a
  * library it was not written for (compare with hostlm_c_api_version()). New functions are
  * added without a bump: a binding that wants one looks its symbol up. */
-#define HOSTLM_C_API_VERSION 3
+#define HOSTLM_C_API_VERSION 4
 
 /* Error codes: 0 is success, every failure is negative. */
 #define HOSTLM_OK 0
@@ -56,6 +56,9 @@ typedef struct hostlm_model_params {
   /* Since version 3. Layers on the GPU, as hostlm's --gpu-layers and llama.cpp's -ngl: -1 all,
    * 0 none (the CPU backend), N in between the last N (the first ones run on the CPU). */
   int32_t gpu_layers;
+  /* Since version 4. Mixture-of-experts models: the experts of the first N layers on the CPU,
+   * the rest on the GPU, as hostlm's --n-cpu-moe and llama.cpp's: 0 none, -1 every layer. */
+  int32_t cpu_moe_layers;
 } hostlm_model_params;
 
 /* Defaults the caller then edits. */

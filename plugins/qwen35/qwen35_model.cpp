@@ -46,11 +46,17 @@ class Qwen35Model final : public Model {
     info_.n_layers = c.n_layers;
 
     backend_.expect_batch_tokens(std::max<int64_t>(1, options.max_batch));
-    if (options.host_backend != nullptr && options.gpu_layers >= 0 &&
-        options.gpu_layers < c.n_layers) {
-      host_ = options.host_backend;
-      host_layers_ = c.n_layers - options.gpu_layers;
+    if (options.host_backend != nullptr) {
+      if (options.gpu_layers >= 0 && options.gpu_layers < c.n_layers)
+        host_layers_ = c.n_layers - options.gpu_layers;
+      if (c.moe() && options.cpu_moe_layers != 0)
+        host_moe_layers_ = options.cpu_moe_layers < 0
+                               ? c.n_layers
+                               : std::min<int64_t>(options.cpu_moe_layers, c.n_layers);
+      host_moe_layers_ = std::max(host_moe_layers_, host_layers_);
+      if (host_moe_layers_ > 0) host_ = options.host_backend;
       info_.host_layers = host_layers_;
+      info_.host_moe_layers = host_moe_layers_ - host_layers_;
     }
     auto linear_on = [&](Backend& b, const std::string& name, int64_t rows, int64_t cols) {
       const TensorView view = weights_.require(name, {rows, cols});
@@ -73,7 +79,7 @@ class Qwen35Model final : public Model {
 
     // Split: the embedding runs with the first layers, on the host (a tied table is held
     // twice, there and as the output head); otherwise an untied table may stay in host memory.
-    if (host_ != nullptr) {
+    if (host_layers_ > 0) {
       token_embd_ = linear_on(*host_, "token_embd.weight", c.n_vocab, H);
     } else if (c.tied) {
       token_embd_ = device_linear("token_embd.weight", c.n_vocab, H);
@@ -86,7 +92,7 @@ class Qwen35Model final : public Model {
     if (!c.tied)
       output_ = device_linear("output.weight", c.n_vocab, H);
     else
-      output_ = host_ != nullptr ? device_linear("token_embd.weight", c.n_vocab, H) : token_embd_;
+      output_ = host_layers_ > 0 ? device_linear("token_embd.weight", c.n_vocab, H) : token_embd_;
 
     int64_t n_attention = 0, n_deltanet = 0;
     for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -138,7 +144,7 @@ class Qwen35Model final : public Model {
         state_backends_.push_back(&lb);
       }
       if (c.moe())
-        layer.mlp = load_moe(i, lb);
+        layer.mlp = load_moe(i, i < host_moe_layers_ ? *host_ : lb);
       else
         layer.mlp = SwigluMlp{linear(blk(i, "ffn_gate.weight"), c.ffn, H),
                               linear(blk(i, "ffn_up.weight"), c.ffn, H),
@@ -158,9 +164,9 @@ class Qwen35Model final : public Model {
     if (c.moe()) {
       moe_scratch_ = std::make_unique<modules::MoeScratch>(backend_, max_batch_, H, c.expert_ffn,
                                                            c.n_experts, c.n_experts_used);
-      for (size_t i = static_cast<size_t>(host_layers_); i < layers_.size(); ++i)
+      for (size_t i = static_cast<size_t>(host_moe_layers_); i < layers_.size(); ++i)
         moe_scratch_->prepare(backend_, std::get<MoeMlp>(layers_[i].mlp));
-      if (host_layers_ < c.n_layers) moe_ = &std::get<MoeMlp>(layers_.back().mlp);
+      if (host_moe_layers_ < c.n_layers) moe_ = &std::get<MoeMlp>(layers_.back().mlp);
     }
     hidden_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
     normed_ = backend_.alloc(static_cast<size_t>(max_batch_ * H));
@@ -348,8 +354,10 @@ class Qwen35Model final : public Model {
       static_cast<KvSequence&>(*item.seq).prepare_append(static_cast<int64_t>(item.tokens.size()));
     // A decode step (one token per sequence, last-position logits) is launch-bound: it may
     // run as one recorded unit (Backend::begin_step), ended before the logits download.
-    // A mixture-of-experts block waits for the host unless the backend routes (MoeMlp).
-    const bool decode = (!moe_ || moe_->routes_on_backend(backend_, total)) &&
+    // A mixture-of-experts block waits for the host unless the backend routes (MoeMlp) and
+    // runs it (one of a device layer on the host backend crosses over and back).
+    const bool decode = host_moe_layers_ == host_layers_ &&
+                        (!moe_ || moe_->routes_on_backend(backend_, total)) &&
                         std::all_of(items.begin(), items.end(), [](const BatchItem& item) {
                           return item.tokens.size() == 1 && !item.all_logits;
                         });
@@ -514,6 +522,17 @@ class Qwen35Model final : public Model {
     backend_.upload(normed_->data(), host_normed_->data(), n);
   }
 
+  // A device layer's mixture-of-experts block held on the host (cpu_moe_layers): its input
+  // comes over, the host backend runs the block, its output goes back (the host layers'
+  // buffers are free by then: their results were uploaded before the device's first layer).
+  void forward_moe_on_host(const MoeMlp& moe, const float* a, int64_t T, float* m) {
+    const auto n = static_cast<size_t>(T * weights_.config().hidden);
+    backend_.download(host_normed_->data(), a, n);
+    moe.forward(*host_, *host_scratch_, *host_moe_scratch_, host_normed_->data(), T,
+                host_mixed_->data());
+    backend_.upload(m, host_mixed_->data(), n);
+  }
+
   // Layers [first, last) on `b` with its buffers h (residual stream), a (normed input), m.
   // Layer 0 starts from the embedding; the last layer of all ends with a plain residual add.
   void run_layers(Backend& b, modules::Scratch& scratch, float* h, float* a, float* m, size_t first,
@@ -562,6 +581,8 @@ class Qwen35Model final : public Model {
       b.add_rms_norm(h, m, T, H, post.weight.data(), post.eps, a);
       if (const auto* dense = std::get_if<SwigluMlp>(&layer.mlp))
         dense->forward(b, scratch, a, T, m);
+      else if (&b == &backend_ && static_cast<int64_t>(li) < host_moe_layers_)
+        forward_moe_on_host(std::get<MoeMlp>(layer.mlp), a, T, m);
       else
         std::get<MoeMlp>(layer.mlp).forward(
             b, scratch, &b == host_ ? *host_moe_scratch_ : *moe_scratch_, a, T, m);
@@ -684,8 +705,10 @@ class Qwen35Model final : public Model {
   std::vector<float*> mixed_value_rows_;
   std::vector<int32_t*> mixed_id_rows_;
   Backend& backend_;
-  Backend* host_ = nullptr;  // a split model's host backend: layers [0, host_layers_)
-  int64_t host_layers_ = 0;
+  // A split model's host backend: layers [0, host_layers_), and the mixture-of-experts
+  // blocks of layers [0, host_moe_layers_) (at least host_layers_).
+  Backend* host_ = nullptr;
+  int64_t host_layers_ = 0, host_moe_layers_ = 0;
   std::vector<Backend*> kv_backends_, state_backends_;  // per cache layer
   WeightSource weights_;
   ModelInfo info_;

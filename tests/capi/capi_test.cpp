@@ -90,6 +90,24 @@ TEST(CapiLoad, GpuLayersAreCheckedAndUsed) {
       << hostlm_last_error();
 }
 
+// cpu_moe_layers as --n-cpu-moe: 0 by default, a bad count named, nothing to do on the CPU
+// backend (the split itself: tests/plugins/qwen35/cpu_moe_test.cpp and the CUDA tests).
+TEST(CapiLoad, CpuMoeLayersAreChecked) {
+  hostlm_model_params p = hostlm_model_default_params();
+  EXPECT_EQ(p.cpu_moe_layers, 0);
+  p.context = 256;
+  p.backend = "cpu";
+  p.cpu_moe_layers = -2;
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("cpu moe layers: -2"), std::string::npos)
+      << hostlm_last_error();
+  p.cpu_moe_layers = -1;
+  hostlm_model* m = hostlm_model_load(model_path().c_str(), p);
+  ASSERT_NE(m, nullptr) << hostlm_last_error();
+  EXPECT_STREQ(hostlm_model_backend(m), "cpu");
+  hostlm_model_free(m);
+}
+
 TEST(CapiLoad, CacheOptionsAreCheckedAndUsed) {
   hostlm_model_params p = hostlm_model_default_params();
   EXPECT_STREQ(p.kv_type, "f16");

@@ -250,6 +250,18 @@ TEST(Run, PromptIsDeterministicAtTemperatureZero) {
   EXPECT_LT(hidden.out.size(), a.out.size());
 }
 
+// --n-cpu-moe and --cpu-moe are accepted and change nothing on the CPU backend.
+TEST(Run, CpuMoeFlagsChangeNothingOnTheCpu) {
+  const std::string args = "run --tokens 1,17,42 -n 4 --temp 0 --backend cpu";
+  const Result plain = hostlm(args);
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  for (const std::string flag : {" --n-cpu-moe 2", " --cpu-moe", " --ncmoe 1"}) {
+    const Result r = hostlm(args + flag);
+    EXPECT_EQ(r.status, 0) << flag << ": " << r.err;
+    EXPECT_EQ(r.out, plain.out) << flag;
+  }
+}
+
 TEST(Run, PromptTokensAreTheRenderedChatTokenized) {
   const std::string model = quoted(tiny_model().string());
   for (const std::string think : {"on", "off"}) {
@@ -362,6 +374,7 @@ TEST(Run, FailuresAreClear) {
       {"run " + model + " --prompt hi --repeat-penalty 0", "--repeat-penalty"},
       {"run " + model + " --prompt hi -n -3", "-n"},
       {"run " + model + " --tokens 1,x", "'x' is not a token id"},
+      {"run " + model + " --prompt hi --n-cpu-moe -2", "--n-cpu-moe"},
   };
   for (const Case& c : cases) {
     const Result r = hostlm(c.args);

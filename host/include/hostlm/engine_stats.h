@@ -25,8 +25,9 @@ struct MemoryPlan {
   size_t state_bytes_per_sequence = 0;  // conv + delta-rule state of every linear layer
   int64_t snapshot_slots = 0;           // prefix-cache snapshots of that state
   size_t state_bytes = 0;               // running slots plus snapshot slots
-  // A model split between the CPU and a GPU: the CPU's layers and their share of the above.
-  int64_t host_layers = 0;
+  // A model split between the CPU and a GPU: the CPU's layers and their share of the above;
+  // host_moe_layers more layers (those after the CPU's) have their experts on the CPU.
+  int64_t host_layers = 0, host_moe_layers = 0;
   size_t host_weight_bytes = 0, host_kv_bytes = 0, host_state_bytes = 0;
 
   size_t total_bytes() const { return weight_bytes + scratch_bytes + kv_pool_bytes + state_bytes; }

@@ -50,6 +50,11 @@ struct ModelLoadOptions {
   // token embedding on the CPU (printed at load). Does nothing with the CPU backend, as -ngl
   // without a GPU.
   int gpu_layers = -1;
+  // The first N layers' mixture-of-experts blocks on the CPU, the rest of those layers on the
+  // GPU, as llama.cpp's --n-cpu-moe (-1: every layer's, llama.cpp's --cpu-moe; 0: none), for
+  // models whose experts do not fit in VRAM. Printed at load; nothing to do for models without
+  // experts or with the CPU backend.
+  int cpu_moe_layers = 0;
   // Sequences decoded together at most (LoadOptions::max_sequences); 0: not known.
   int64_t max_sequences = 0;
 };

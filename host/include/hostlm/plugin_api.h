@@ -17,7 +17,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 9
+#define HOSTLM_PLUGIN_ABI_VERSION 10
 
 namespace hostlm {
 
@@ -46,6 +46,11 @@ struct LoadOptions {
   // backend given to load, the first ones and the token embedding on host_backend (the CPU).
   Backend* host_backend = nullptr;
   int64_t gpu_layers = -1;
+  // With host_backend set, the mixture-of-experts blocks (router, experts, shared expert) of
+  // the first cpu_moe_layers layers run on it, like llama.cpp's --n-cpu-moe: the rest of those
+  // layers stays on the backend given to load, and the block's input and output cross over.
+  // 0: none; -1 or at least the layer count: every layer's. Models without experts ignore it.
+  int64_t cpu_moe_layers = 0;
   // Sequences decoded together at most, when the caller knows (0: not known). A model may
   // size its logits buffer by it: at one sequence, the 9B output head's room for 64 rows is
   // 60 MiB of GPU memory that nothing reads.
@@ -63,6 +68,9 @@ struct ModelInfo {
   // A split model (LoadOptions::host_backend): layers and weight bytes on the host backend.
   int64_t host_layers = 0;
   size_t host_weight_bytes = 0;
+  // Layers past host_layers whose mixture-of-experts block runs on the host backend
+  // (LoadOptions::cpu_moe_layers); their weights count in host_weight_bytes.
+  int64_t host_moe_layers = 0;
 };
 
 // What one sequence of a model keeps between calls (see hostlm/kv_cache.h): KV pages for

@@ -305,6 +305,7 @@ hostlm_model_params hostlm_model_default_params(void) {
   p.prefix_cache = engine.prefix_cache ? 1 : 0;
   p.kv_cache_mib = 0;
   p.gpu_layers = -1;
+  p.cpu_moe_layers = 0;
   return p;
 }
 
@@ -327,6 +328,7 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     options.backend = params.backend ? params.backend : "auto";
     options.threads = params.threads;
     options.gpu_layers = params.gpu_layers;  // the loader names a bad count
+    options.cpu_moe_layers = params.cpu_moe_layers;
     options.max_sequences = params.max_sequences;
     options.context = params.context;
     {

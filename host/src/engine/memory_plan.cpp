@@ -93,7 +93,8 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
   p.state_bytes =
       p.state_bytes_per_sequence * static_cast<size_t>(o.max_sequences + p.snapshot_slots);
   p.host_layers = model.info().host_layers;
-  if (p.host_layers > 0) {
+  p.host_moe_layers = model.info().host_moe_layers;
+  if (p.host_layers > 0 || p.host_moe_layers > 0) {
     p.host_weight_bytes = model.info().host_weight_bytes;
     const CachePlacement placement = CachePlacement::of(model);
     const auto off_device = [&](const std::vector<Backend*>& layers) {

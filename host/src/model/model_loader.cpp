@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "hostlm/error.h"
 
@@ -56,13 +57,17 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
                    : options.context >= kLongWindowTokens ? 512
                                                           : 2048;
   load.max_sequences = std::max<int64_t>(0, options.max_sequences);
-  if (options.gpu_layers > 0 && backend_->name() != "cpu") {
-    // The plugin splits only when the count is below its layer count; otherwise it ignores
-    // the host backend, which is then dropped.
+  if (options.cpu_moe_layers < -1)
+    throw Error("cpu moe layers: " + std::to_string(options.cpu_moe_layers) +
+                " is not a layer count (-1: all, 0: none)");
+  if ((options.gpu_layers > 0 || options.cpu_moe_layers != 0) && backend_->name() != "cpu") {
+    // The plugin splits only when a count asks for it (fewer GPU layers than it has, experts
+    // it has on the CPU); otherwise it ignores the host backend, which is then dropped.
     host_backend_ = create_backend("cpu");
     host_backend_->set_threads(options.threads);
     load.host_backend = host_backend_.get();
     load.gpu_layers = options.gpu_layers;
+    load.cpu_moe_layers = options.cpu_moe_layers;
   }
   try {
     model_ = plugin.load(files_.files(), *backend_, load);
@@ -79,18 +84,25 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
     model_ = plugin.load(files_.files(), *backend_, load);
   }
   const ModelInfo& info = model_->info();
-  if (info.host_layers == 0) {
+  if (info.host_layers == 0 && info.host_moe_layers == 0) {
     host_backend_.reset();
     return;
   }
   char gib[32];
   std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(info.host_weight_bytes) / (1 << 30));
+  std::string on_cpu;
+  if (info.host_layers > 0)
+    on_cpu = "layers 0-" + std::to_string(info.host_layers - 1) + " and the token embedding";
+  if (info.host_moe_layers > 0)
+    on_cpu += std::string(on_cpu.empty() ? "" : ", ") + "the experts of layers " +
+              std::to_string(info.host_layers) + "-" +
+              std::to_string(info.host_layers + info.host_moe_layers - 1);
   std::fprintf(stderr,
-               "hostlm: %lld of %lld layers and the output head on %s; layers 0-%lld and the "
-               "token embedding on the CPU (%s GiB of weights in host memory)\n",
+               "hostlm: %lld of %lld layers and the output head on %s; %s on the CPU (%s GiB of "
+               "weights in host memory)\n",
                static_cast<long long>(info.n_layers - info.host_layers),
-               static_cast<long long>(info.n_layers), backend_->name().c_str(),
-               static_cast<long long>(info.host_layers - 1), gib);
+               static_cast<long long>(info.n_layers), backend_->name().c_str(), on_cpu.c_str(),
+               gib);
 }
 
 }  // namespace hostlm

@@ -145,6 +145,42 @@ TEST_P(CudaQwen35, PartialGpuLayersSplitTheModelAndMatchTheCpu) {
   EXPECT_EQ(all.host_backend(), nullptr);
 }
 
+// --n-cpu-moe: the first layers' mixture-of-experts blocks on the CPU, everything else on the
+// GPU; the block's input comes down and its output goes up once a layer. Logits match the
+// CPU backend's, prompt and greedy steps; alone and with --gpu-layers. Models without
+// experts load unsplit.
+TEST_P(CudaQwen35, ExpertsOnTheCpuMatchTheCpu) {
+  const ReferenceModel ref = load_reference(GetParam());
+  const auto& tokens = ref.sequences.back().tokens;
+  PluginRegistry registry;
+  ModelLoadOptions options = on("cuda");
+  options.cpu_moe_layers = 2;
+  LoadedModel split(registry, ref.folder, options);
+  const ModelInfo& info = split.model().info();
+  if (std::string(GetParam()) != "tiny-moe-f32") {
+    EXPECT_EQ(info.host_moe_layers, 0);
+    EXPECT_EQ(split.host_backend(), nullptr);
+    return;
+  }
+  ASSERT_NE(split.host_backend(), nullptr);
+  EXPECT_EQ(info.host_layers, 0);
+  EXPECT_EQ(info.host_moe_layers, 2);
+  LoadedModel cpu(registry, ref.folder, on("cpu"));
+  const std::vector<float> want = all_logits(cpu.model(), tokens);
+  const std::vector<float> got = all_logits(split.model(), tokens);
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_LT(max_abs_diff(want, got) / max_abs(want), 3e-5);
+  EXPECT_EQ(testing::greedy_generate(split.model(), ref.greedy_prompt, ref.greedy_generated.size()),
+            ref.greedy_generated);
+  options.gpu_layers = 3;
+  options.cpu_moe_layers = -1;
+  LoadedModel both(registry, ref.folder, options);
+  EXPECT_EQ(both.model().info().host_layers, 1);
+  EXPECT_EQ(both.model().info().host_moe_layers, 3);
+  const std::vector<float> got_both = all_logits(both.model(), tokens);
+  EXPECT_LT(max_abs_diff(want, got_both) / max_abs(want), 3e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, CudaQwen35, ::testing::ValuesIn(kModels), [](const auto& p) {
   std::string n = p.param;
   std::replace(n.begin(), n.end(), '-', '_');

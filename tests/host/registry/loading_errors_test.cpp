@@ -89,7 +89,7 @@ TEST(LoadingErrors, LibraryBuiltForAnotherAbiIsRefusedBeforeItsFactoryRuns) {
 TEST(LoadingErrors, ManifestDeclaringAnotherAbiIsRefusedWithoutLoading) {
   PluginFolder folder({"manifest_abi/hostlm_future.json"});
   PluginRegistry registry({folder.root()});
-  const std::string expected = "declares plugin ABI 10 but this host uses plugin ABI " +
+  const std::string expected = "declares plugin ABI 1000 but this host uses plugin ABI " +
                                std::to_string(HOSTLM_PLUGIN_ABI_VERSION);
 
   ASSERT_EQ(registry.problems().size(), 1u) << all_problems(registry);

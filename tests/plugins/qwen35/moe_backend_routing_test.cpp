@@ -18,43 +18,12 @@
 namespace hostlm {
 namespace {
 
-class RoutingCpu final : public testing::ForwardingBackend {
- public:
-  explicit RoutingCpu(Backend& cpu) : ForwardingBackend(cpu), cpu_(cpu) {}
-  int routes = 0;         // moe_route calls of decode steps (up to MoeMlp::kDeviceTokens)
-  int prompt_routes = 0;  // and of longer inputs
-
-  bool offers_device_routing(int64_t n_experts) const override { return n_experts <= 512; }
-  void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, int32_t* ids,
-                 float* weights) override {
-    ++(T <= modules::MoeMlp::kDeviceTokens ? routes : prompt_routes);
-    cpu_.moe_route(logits, T, E, k, ids, weights);
-  }
-  Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side) override {
-    return cpu_.combined_weight(experts, n, side);
-  }
-  void combine_experts(std::span<const Weight> experts, const int32_t* ids, int64_t n, bool side,
-                       const Weight& combined) override {
-    cpu_.combine_experts(experts, ids, n, side, combined);
-  }
-  void scale_segments(float* x, const float* weights, int64_t n, int64_t width) override {
-    cpu_.scale_segments(x, weights, n, width);
-  }
-  void add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T,
-                         int64_t n) override {
-    cpu_.add_sigmoid_gated(out, y, gate, T, n);
-  }
-
- private:
-  Backend& cpu_;
-};
-
 struct Routed {
   PluginRegistry registry;
   testing::ReferenceModel ref = testing::load_reference("tiny-moe-f32");
   OpenedModelFiles files{ref.folder};
   std::unique_ptr<Backend> cpu = create_backend("cpu");
-  RoutingCpu backend{*cpu};
+  testing::RoutingCpu backend{*cpu};
   std::unique_ptr<Model> model =
       registry.plugin_for(files.files().architecture).load(files.files(), backend, {});
 };

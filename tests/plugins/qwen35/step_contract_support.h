@@ -1,6 +1,7 @@
 // For the tests of the model's side of the backend's step contract (begin_step/end_step,
 // begin_step_ahead/launch_ahead) on the CPU: a backend that hands every op to another through
-// one hook, and a two-sequence decode schedule.
+// one hook, one that also offers routing mixture-of-experts blocks on the backend, and a
+// two-sequence decode schedule.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "hostlm/modules.h"
 #include "hostlm/ops.h"
 #include "hostlm/plugin_api.h"
 #include "reference_data.h"
@@ -130,6 +132,45 @@ class ForwardingBackend : public Backend {
   };
 
   Backend& inner_;
+};
+
+// Offers what a GPU backend does for mixture-of-experts blocks (routing on the backend:
+// MoeMlp's path for small decode steps) with the CPU backend's implementations of those ops,
+// and counts them and the recorded steps.
+class RoutingCpu final : public testing::ForwardingBackend {
+ public:
+  explicit RoutingCpu(Backend& cpu) : ForwardingBackend(cpu), cpu_(cpu) {}
+  int routes = 0;          // moe_route calls of decode steps (up to MoeMlp::kDeviceTokens)
+  int prompt_routes = 0;   // and of longer inputs
+  int recorded_steps = 0;  // begin_step calls: steps the model asked to record
+
+  void begin_step() override {
+    ++recorded_steps;
+    ForwardingBackend::begin_step();
+  }
+  bool offers_device_routing(int64_t n_experts) const override { return n_experts <= 512; }
+  void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, int32_t* ids,
+                 float* weights) override {
+    ++(T <= modules::MoeMlp::kDeviceTokens ? routes : prompt_routes);
+    cpu_.moe_route(logits, T, E, k, ids, weights);
+  }
+  Weight combined_weight(std::span<const Weight> experts, int64_t n, bool side) override {
+    return cpu_.combined_weight(experts, n, side);
+  }
+  void combine_experts(std::span<const Weight> experts, const int32_t* ids, int64_t n, bool side,
+                       const Weight& combined) override {
+    cpu_.combine_experts(experts, ids, n, side, combined);
+  }
+  void scale_segments(float* x, const float* weights, int64_t n, int64_t width) override {
+    cpu_.scale_segments(x, weights, n, width);
+  }
+  void add_sigmoid_gated(float* out, const float* y, const float* gate, int64_t T,
+                         int64_t n) override {
+    cpu_.add_sigmoid_gated(out, y, gate, T, n);
+  }
+
+ private:
+  Backend& cpu_;
 };
 
 inline std::filesystem::path tiny_untied_model() {

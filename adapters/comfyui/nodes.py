@@ -130,10 +130,16 @@ class HostLMLoadModel:
                     "tooltip": "A running `hostlm serve`; empty runs the model in ComfyUI"}),
                 "threads": ("INT", {"default": 0, "min": 0, "max": 1024,
                                     "tooltip": "CPU threads; 0: one per core"}),
+                "cpu_moe_layers": ("INT", {
+                    "default": 0, "min": -1, "max": 1024,
+                    "tooltip": "Mixture-of-experts models: the experts of the first N layers "
+                               "on the CPU, the rest on the GPU (llama.cpp's --n-cpu-moe); "
+                               "-1: every layer's"}),
             },
         }
 
-    def load(self, model, path, backend, gpu_layers, context, server_url="", threads=0):
+    def load(self, model, path, backend, gpu_layers, context, server_url="", threads=0,
+             cpu_moe_layers=0):
         server_url = (server_url or "").strip()
         try:
             found = model_list.resolve(model, path, for_server=bool(server_url))
@@ -141,7 +147,7 @@ class HostLMLoadModel:
                 label=found.label, path="" if server_url else found.path,
                 server_url=server_url, server_name=found.server_name, backend=backend,
                 gpu_layers=int(gpu_layers), context=int(context), threads=int(threads),
-                system=found.system)
+                system=found.system, cpu_moe_layers=int(cpu_moe_layers))
             return (registry.get(spec),)
         except HostLMError as e:
             raise HostLMError(f"hostlm Load model: {e}", e.code) from None

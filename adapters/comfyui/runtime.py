@@ -36,6 +36,7 @@ class LoadSpec:
     context: int = 4096
     threads: int = 0
     system: str = ""  # default system prompt from the store
+    cpu_moe_layers: int = 0  # experts of the first N layers on the CPU (-1: all)
 
 
 def _ollama_messages(messages):
@@ -115,7 +116,8 @@ class ModelHandle:
         # Between 0 and the layer count the library splits the model (the first layers on
         # the CPU, the rest on the GPU) and prints the split.
         model = CModel(s.path, backend=self._backend_to_ask(), threads=s.threads,
-                       context=s.context, gpu_layers=s.gpu_layers)
+                       context=s.context, gpu_layers=s.gpu_layers,
+                       cpu_moe_layers=s.cpu_moe_layers)
         if s.gpu_layers > 0 and model.backend != "cuda":
             log.warning("hostlm: %s asked for %d GPU layers but runs on %s", s.label,
                         s.gpu_layers, model.backend)

@@ -278,6 +278,12 @@ class ErrorTest(PackageFixture):
         # The C API (version 3) checks the count, as hostlm's --gpu-layers does.
         self.assertFails("gpu layers: -2", self.load, TINY, gpu_layers=-2)
 
+    def test_cpu_moe_layers_reach_the_library(self):
+        # The C API (version 4) checks the count, as hostlm's --n-cpu-moe does; on the CPU
+        # backend a valid count changes nothing.
+        self.assertFails("cpu moe layers: -2", self.load, TINY, cpu_moe_layers=-2)
+        self.assertTrue(self.load(TINY, cpu_moe_layers=-1, context=256).describe())
+
     def test_bad_generation_inputs(self):
         model = self.load(TINY, context=256)
         generate, chat = self.nodes["HostLMGenerate"](), self.nodes["HostLMChat"]()

@@ -153,6 +153,10 @@ struct TileArgs {
   const __half* x;
   TileOutput out;
   int chunks_per_split;
+  // 0x64646464, the exponent bytes of half 1024 + b, given at launch: as a literal, ptxas made
+  // it PRMT's immediate and then rebuilt each selector in a register (one more instruction a
+  // PRMT, 64 a warp and chunk); from a parameter the selector is the immediate.
+  uint32_t exponent_bytes;
 };
 
 template <int kPending>
@@ -266,9 +270,9 @@ __device__ __forceinline__ uint4 lds128(const unsigned char* p) {
 
 // Values of bytes (0, 1) or (2, 3) of `bytes` (each < 64) as half2, a * (b - bias) + m.
 template <int kBias>
-__device__ __forceinline__ unsigned expand2(uint32_t bytes, unsigned selector, __half2 a,
-                                            __half2 m) {
-  const uint32_t bits = __byte_perm(bytes, 0x64646464u, selector);  // 1024 + b, exact
+__device__ __forceinline__ unsigned expand2(uint32_t bytes, uint32_t exponent_bytes,
+                                            unsigned selector, __half2 a, __half2 m) {
+  const uint32_t bits = __byte_perm(bytes, exponent_bytes, selector);  // 1024 + b, exact
   const __half2 q =
       __hsub2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(1024.f + kBias));
   const __half2 v = __hfma2(q, a, m);
@@ -277,12 +281,13 @@ __device__ __forceinline__ unsigned expand2(uint32_t bytes, unsigned selector, _
 
 // The fragment of product h from rows g and g + 8's four values (bytes of vg, v8).
 template <int kBias>
-__device__ __forceinline__ void weight_fragment(uint32_t vg, uint32_t v8, __half2 ag, __half2 mg,
-                                                __half2 a8, __half2 m8, unsigned (&f)[4]) {
-  f[0] = expand2<kBias>(vg, 0x5140u, ag, mg);
-  f[1] = expand2<kBias>(v8, 0x5140u, a8, m8);
-  f[2] = expand2<kBias>(vg, 0x5342u, ag, mg);
-  f[3] = expand2<kBias>(v8, 0x5342u, a8, m8);
+__device__ __forceinline__ void weight_fragment(uint32_t vg, uint32_t v8, uint32_t exponent_bytes,
+                                                __half2 ag, __half2 mg, __half2 a8, __half2 m8,
+                                                unsigned (&f)[4]) {
+  f[0] = expand2<kBias>(vg, exponent_bytes, 0x5140u, ag, mg);
+  f[1] = expand2<kBias>(v8, exponent_bytes, 0x5140u, a8, m8);
+  f[2] = expand2<kBias>(vg, exponent_bytes, 0x5342u, ag, mg);
+  f[3] = expand2<kBias>(v8, exponent_bytes, 0x5342u, a8, m8);
 }
 
 // Scale and min of sub-blocks 2c, 2c + 1 of a Q4_K row from its 16 head bytes, as half2 pairs.
@@ -321,7 +326,8 @@ __device__ __forceinline__ void multiply_slice(const unsigned (&f0)[4], const un
 // `warp`: which 16 rows; the warp's kN tokens start at token `tok0` of the stage. Q4_K.
 template <class S, int kN>
 __device__ __forceinline__ void multiply_q4k(const unsigned char* stage, int warp, int lane,
-                                             int tok0, float (&acc)[kN / 8][4]) {
+                                             int tok0, uint32_t exponent_bytes,
+                                             float (&acc)[kN / 8][4]) {
   using F = typename S::Format;
   const int g = lane / 4, q = lane % 4;
   const unsigned char* heads = stage + S::kHeads;
@@ -352,10 +358,10 @@ __device__ __forceinline__ void multiply_q4k(const unsigned char* stage, int war
       const __half2 a8 = as_h2(sc[4 + 2 * e]), m8 = as_h2(sc[4 + 2 * e + 1]);
       // Nibble plane e of the pair: sub-block 2c + e.
       unsigned f0[4], f1[4];
-      weight_fragment<0>((wg.x >> (4 * e)) & 0x0f0f0f0fu, (w8.x >> (4 * e)) & 0x0f0f0f0fu, ag, mg,
-                         a8, m8, f0);
-      weight_fragment<0>((wg.y >> (4 * e)) & 0x0f0f0f0fu, (w8.y >> (4 * e)) & 0x0f0f0f0fu, ag, mg,
-                         a8, m8, f1);
+      weight_fragment<0>((wg.x >> (4 * e)) & 0x0f0f0f0fu, (w8.x >> (4 * e)) & 0x0f0f0f0fu,
+                         exponent_bytes, ag, mg, a8, m8, f0);
+      weight_fragment<0>((wg.y >> (4 * e)) & 0x0f0f0f0fu, (w8.y >> (4 * e)) & 0x0f0f0f0fu,
+                         exponent_bytes, ag, mg, a8, m8, f1);
       multiply_slice<kN>(f0, f1, acts + (64 * c + 32 * e + 8 * q) * 2, g, acc);
     }
   }
@@ -380,7 +386,7 @@ __device__ __forceinline__ float q6k_d(const unsigned char* word, int64_t block)
 template <class S, int kN>
 __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int warp, int lane,
                                              int tok0, int64_t row0, int chunk, int64_t nb,
-                                             float (&acc)[kN / 8][4]) {
+                                             uint32_t exponent_bytes, float (&acc)[kN / 8][4]) {
   using F = typename S::Format;
   const int g = lane / 4, q = lane % 4;
   const unsigned char* acts = stage + S::kActs + tok0 * kActStride;
@@ -408,8 +414,8 @@ __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int war
       const int b = 8 * h + 4 * e + 2 * j + upper;  // the scale of (element / 16)
       const __half2 ag = q6k_scale(sg, b, dg), a8 = q6k_scale(s8, b, d8);
       unsigned f0[4], f1[4];
-      weight_fragment<32>(six(lg.x, hg.x), six(l8.x, h8.x), ag, zero, a8, zero, f0);
-      weight_fragment<32>(six(lg.y, hg.y), six(l8.y, h8.y), ag, zero, a8, zero, f1);
+      weight_fragment<32>(six(lg.x, hg.x), six(l8.x, h8.x), exponent_bytes, ag, zero, a8, zero, f0);
+      weight_fragment<32>(six(lg.y, hg.y), six(l8.y, h8.y), exponent_bytes, ag, zero, a8, zero, f1);
       multiply_slice<kN>(f0, f1, acts + (128 * h + 64 * e + 32 * j + 8 * q) * 2, g, acc);
     }
   }
@@ -475,9 +481,10 @@ __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
     cp_async_commit();  // possibly empty: keeps the group count in step with i
     const unsigned char* stage = smem_raw + (i % kS) * kStageBytes;
     if constexpr (F::kType == DType::Q6_K)
-      multiply_q6k<S, kNW>(stage, row_warp, lane, tok0, row0, first + i, args.w.nb, acc);
+      multiply_q6k<S, kNW>(stage, row_warp, lane, tok0, row0, first + i, args.w.nb,
+                           args.exponent_bytes, acc);
     else
-      multiply_q4k<S, kNW>(stage, row_warp, lane, tok0, acc);
+      multiply_q4k<S, kNW>(stage, row_warp, lane, tok0, args.exponent_bytes, acc);
   }
   store_tile_part<kNW>(acc, args.out, row0, t0, S::kRows, kN, row_warp, t0 + tok0, last_split);
 #else
@@ -622,7 +629,7 @@ void launch_shape(const TilePlan& p, const TileArgs& a, cudaStream_t stream, int
 template <class F>
 void launch(const TilePlan& p, const QuantMatrix& w, const __half* x, const TileOutput& out,
             cudaStream_t stream) {
-  const TileArgs a{w, x, out, p.chunks_per_split};
+  const TileArgs a{w, x, out, p.chunks_per_split, 0x64646464u};
   const int n = tokens_per_block(out.T);
   if (p.shape == 1)
     launch_shape<Narrow<F>>(p, a, stream, n);
@@ -638,7 +645,7 @@ void launch_experts(const TilePlan& plan, const QuantMatrix& w, const __half* x,
   p.row_blocks = blocks_for(w.rows, Chosen<F>::kRows);
   p.splits = 1;
   p.chunks_per_split = static_cast<int>(w.nb);
-  const TileArgs a{w, x, out, p.chunks_per_split};
+  const TileArgs a{w, x, out, p.chunks_per_split, 0x64646464u};
   launch_shape<Chosen<F>>(p, a, stream, tokens_per_block, tiles);
 }
 

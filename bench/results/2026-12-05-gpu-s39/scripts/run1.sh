@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Session 39, call 1: build A = main cdda4b1 (.devcarry/h200.tar.xz), build B = wip/ksplit
+# (PRMT selectors from a kernel parameter, and HOSTLM_CUDA_TILE_K_SLICES: two warps per 16 rows
+# each taking half of a chunk's values, instead of two token warps that both expand the whole
+# chunk). Correctness first (CUDA suite on B with k slices on in every bucket, the product
+# tests with them off), then products alone and the 9B at 32 / 64 streams, alternating.
+source bench/results/2026-12-05-h200-s37/scripts/env.sh
+tar xJf .devcarry/h200-b.tar.xz; B2=$R/build-h200-b
+echo "{\"source_dir\": \"$R\"}" > $B2/hostlm-build-tree.json
+with_build() { local b=$1; shift; env HOSTLM_BUILD_DIR=$b HOSTLM_LIBRARY=$b/lib/libhostlm.so LD_LIBRARY_PATH=$b/lib:$LD_LIBRARY_PATH "$@"; }
+make_file 9b-q4km 9b Q4_K_M
+{
+el "cuda tests, B, k slices 16,32,64"
+with_build $B2 HOSTLM_CUDA_TILE_K_SLICES=16,32,64 timeout 300 $B2/bin/test_cuda_backend --gtest_brief=1 > $OUT/cuda-tests-b-ks.txt 2>&1; echo "rc $?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|Failure" $OUT/cuda-tests-b-ks.txt | head -20
+el "cuda product tests, B, default"
+with_build $B2 timeout 120 $B2/bin/test_cuda_backend --gtest_brief=1 --gtest_filter='CudaQuant*:*Logits*' > $OUT/cuda-tests-b.txt 2>&1; echo "rc $?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|Failure" $OUT/cuda-tests-b.txt | head -20
+for t in 64 32 16; do
+  for v in "A $B" "B $B2" "B-ks $B2 HOSTLM_CUDA_TILE_K_SLICES=16,32,64"; do
+    set -- $v
+    el "products alone, T=$t, $1"
+    with_build $2 $3 HOSTLM_BENCH_TOKENS=$t timeout 60 $2/bin/bench_cuda_quant q4_K q6_K 2>&1 | grep -E "T="
+  done
+done
+wait_file 9b-q4km 300
+for i in 1 2; do
+  for v in "A $B" "B $B2" "B-ks $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64" "B-ks64 $B2 HOSTLM_CUDA_TILE_K_SLICES=64"; do
+    set -- $v
+    el "9B 32, 64 streams, $1 $3"
+    with_build $2 $3 timeout 60 $2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
+  done
+done
+el "profile, 64 streams, B k slices 32,64"
+with_build $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64 HOSTLM_CUDA_PROFILE=1 timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 > $OUT/9b-64-profile-ks.txt 2>&1
+head -30 $OUT/9b-64-profile-ks.txt | cut -c1-130
+el done
+} 2>&1 | tee $OUT/run1.txt | cut -c1-250

@@ -402,7 +402,9 @@ __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int war
   const int upper = q >= 2 ? 1 : 0;  // values 8q .. 8q + 7 of 32: the second scale of two
 #pragma unroll
   for (int k = 0; k < kPairs; ++k) {
-    const int c = c0 + k, h = c / 2, j = c % 2;
+    // With two pairs a warp (c0 even) both are in half c0 / 2: j known at compile time keeps
+    // the qh shifts immediate.
+    const int c = c0 + k, h = kPairs == 2 ? c0 / 2 : c / 2, j = kPairs == 2 ? k : c % 2;
     const uint2 lg = lds64(stage + rg * F::kRowStride + 32 * c + 8 * q);
     const uint2 l8 = lds64(stage + r8 * F::kRowStride + 32 * c + 8 * q);
     const uint2 hg = lds64(stage + rg * F::kRowStride + 128 + 32 * h + 8 * q);

@@ -370,10 +370,12 @@ __device__ __forceinline__ void multiply_q4k(const unsigned char* stage, int war
   }
 }
 
-// a = d * scale as half2, for scale byte `b` of a Q6_K row's 16.
-__device__ __forceinline__ __half2 q6k_scale(const uint4& scales, int b, float d) {
-  const uint32_t words[4] = {scales.x, scales.y, scales.z, scales.w};
-  const auto sc = static_cast<int8_t>(static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4))));
+// a = d * scale as half2, for byte `byte` of word `word` of a Q6_K row's 16 scales.
+__device__ __forceinline__ __half2 q6k_scale(const uint4& scales, int word, int byte, float d) {
+  // Selects, not an indexed array: with the word known only at run time (k-slice warps) that
+  // array went to local memory.
+  const uint32_t w = word & 2 ? (word & 1 ? scales.w : scales.z) : (word & 1 ? scales.y : scales.x);
+  const auto sc = static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * byte)));
   return __float2half2_rn(d * static_cast<float>(sc));
 }
 
@@ -416,8 +418,9 @@ __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int war
       const auto six = [&](uint32_t low, uint32_t high) {
         return ((low >> (4 * e)) & 0x0f0f0f0fu) | (((high >> shift) & 0x03030303u) << 4);
       };
-      const int b = 8 * h + 4 * e + 2 * j + upper;  // the scale of (element / 16)
-      const __half2 ag = q6k_scale(sg, b, dg), a8 = q6k_scale(s8, b, d8);
+      // The scale of element / 16 = 8h + 4e + 2j + upper: byte 2j + upper of word 2h + e.
+      const __half2 ag = q6k_scale(sg, 2 * h + e, 2 * j + upper, dg);
+      const __half2 a8 = q6k_scale(s8, 2 * h + e, 2 * j + upper, d8);
       unsigned f0[4], f1[4];
       weight_fragment<32>(six(lg.x, hg.x), six(l8.x, h8.x), exponent_bytes, ag, zero, a8, zero, f0);
       weight_fragment<32>(six(lg.y, hg.y), six(l8.y, h8.y), exponent_bytes, ag, zero, a8, zero, f1);

@@ -13,11 +13,12 @@
 namespace hostlm::cuda {
 
 // Quantized matrices of one type go in one GEMV launch (decode: q/k/v, the four input
-// projections of a delta-rule layer, gate/up); the rest one matmul each.
+// projections of a delta-rule layer, gate/up), or for the tile product's token counts in one
+// launch per block shape where the type has the pipelined kernel; the rest one matmul each.
 void CudaBackend::matmul_same_input(std::span<const MatmulOut> outs, const float* x, int64_t T) {
   if (T <= 0) return;
   Grouped done{};
-  if (!quant_->groups(T) || outs.size() > done.size())
+  if (!(quant_->groups(T) || quant_->tile_groups(T)) || outs.size() > done.size())
     return Backend::matmul_same_input(outs, x, T);
   matmul_groups(outs, x, T, done);
 }

@@ -50,6 +50,7 @@
 // issued one after another.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -478,14 +479,18 @@ __global__ void __launch_bounds__(S::threads(kTW* kKS), S::min_blocks(kN, kTW* k
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int row_warp = warp % S::kWarpRows, slot = warp / S::kWarpRows;
   const int tok0 = (kKS == 1 ? slot : 0) * kNW, slice = kKS == 1 ? 0 : slot;
-  const int64_t row0 = int64_t{blockIdx.x} * S::kRows;
+  int64_t row0 = int64_t{blockIdx.x} * S::kRows;
+  int split = G::kOn ? 0 : static_cast<int>(blockIdx.z);  // expert launches have no splits
+  unsigned counter = blockIdx.y * gridDim.x + blockIdx.x;
+  if constexpr (G::kGroup)
+    place_in_group(groups, S::kRows, args.w, args.out, args.chunks_per_split, row0, split, counter);
   const int t0 = static_cast<int>(blockIdx.y) * kN;
   if (!select_expert(groups, t0, args.w, args.x, args.out.y, args.out.inv_scale, args.out.T)) {
     pdl_begin();
     return;
   }
   const int n_chunks = static_cast<int>(args.w.nb);
-  const int first = G::kOn ? 0 : static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int first = split * args.chunks_per_split;
   const int n = min(n_chunks, first + args.chunks_per_split) - first;
   const unsigned base = smem_addr(smem_raw);
 
@@ -527,10 +532,11 @@ __global__ void __launch_bounds__(S::threads(kTW* kKS), S::min_blocks(kN, kTW* k
   if constexpr (kKS == 2) {
     float kept[kNW / 16][4];
     add_k_slices<kNW, S::kWarpRows>(acc, slice, row_warp, lane, smem_raw, kept);
-    store_tile_part<kNW / 2>(kept, args.out, row0, t0, S::kRows, kN, row_warp,
-                             t0 + slice * (kNW / 2), last_split);
+    store_tile_part_at<kNW / 2>(kept, args.out, row0, t0, S::kRows, kN, row_warp,
+                                t0 + slice * (kNW / 2), split, counter, last_split);
   } else {
-    store_tile_part<kNW>(acc, args.out, row0, t0, S::kRows, kN, row_warp, t0 + tok0, last_split);
+    store_tile_part_at<kNW>(acc, args.out, row0, t0, S::kRows, kN, row_warp, t0 + tok0, split,
+                            counter, last_split);
   }
 #else
   pdl_begin();
@@ -585,6 +591,10 @@ cudaError_t prepare_one(Readiness& c, int shape) {
                                             static_cast<int>(S::smem_bytes(kN)));
   if (status == cudaSuccess && shape == 0)  // expert launches take the wide shape
     status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, kKS, ExpertTiles>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(S::smem_bytes(kN)));
+  if (status == cudaSuccess)
+    status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, kKS, MatrixGroup>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(S::smem_bytes(kN)));
   int blocks = 0;
@@ -698,6 +708,46 @@ void launch(const TilePlan& p, const QuantMatrix& w, const __half* x, const Tile
     launch_shape<Chosen<F>>(p, a, stream, n);
 }
 
+// One launch per block shape: the members planned for it, longest splits first (their blocks
+// start first, and the short ones fill the last wave).
+template <class F>
+void launch_group(const TilePlan* plans, const QuantMatrix* ws, const TileOutput* outs, int n,
+                  const __half* x, cudaStream_t stream) {
+  for (int shape = 0; shape < 2; ++shape) {
+    int order[kMaxGroupMatrices];
+    int members = 0;
+    for (int j = 0; j < n; ++j)
+      if (plans[j].shape == shape) order[members++] = j;
+    if (members == 0) continue;
+    std::stable_sort(order, order + members, [&](int a, int b) {
+      return plans[a].chunks_per_split > plans[b].chunks_per_split;
+    });
+    MatrixGroup g{};
+    unsigned blocks = 0;
+    for (int k = 0; k < members; ++k) {
+      const int j = order[k];
+      g.w[k] = ws[j];
+      g.out[k] = outs[j];
+      g.chunks_per_split[k] = plans[j].chunks_per_split;
+      g.row_blocks[k] = plans[j].row_blocks;
+      g.first_block[k] = blocks;
+      blocks += plans[j].row_blocks * static_cast<unsigned>(plans[j].splits);
+    }
+    g.first_block[members] = blocks;
+    g.n = members;
+    const int j0 = order[0];
+    TilePlan p = plans[j0];
+    p.row_blocks = blocks;  // grid x: every member's row blocks and splits
+    p.splits = 1;
+    const TileArgs a{ws[j0], x, outs[j0], plans[j0].chunks_per_split, 0x64646464u};
+    const int tokens = tokens_per_block(outs[j0].T);
+    if (shape == 1)
+      launch_shape<Narrow<F>>(p, a, stream, tokens, g);
+    else
+      launch_shape<Chosen<F>>(p, a, stream, tokens, g);
+  }
+}
+
 template <class F>
 void launch_experts(const TilePlan& plan, const QuantMatrix& w, const __half* x,
                     const TileOutput& out, const ExpertTiles& tiles, int tokens_per_block,
@@ -751,6 +801,15 @@ void tile_pipelined_launch(DType type, const TilePlan& p, const QuantMatrix& w, 
     launch<Q6kFormat>(p, w, x, out, stream);
   else
     launch<Q4kFormat>(p, w, x, out, stream);
+}
+
+void tile_pipelined_launch_group(DType type, const TilePlan* plans, const QuantMatrix* ws,
+                                 const TileOutput* outs, int n, const __half* x,
+                                 cudaStream_t stream) {
+  if (type == DType::Q6_K)
+    launch_group<Q6kFormat>(plans, ws, outs, n, x, stream);
+  else
+    launch_group<Q4kFormat>(plans, ws, outs, n, x, stream);
 }
 
 void tile_pipelined_launch_experts(DType type, const TilePlan& plan, const QuantMatrix& w,

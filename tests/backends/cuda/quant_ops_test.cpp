@@ -609,13 +609,16 @@ TEST_F(CudaQuant, ProducedQuantizedInputEqualsQuantizingAfterwards) {
 }
 
 // Matrices that read the same input (decode: one launch per type) give the bits of one
-// matmul each: three Q4_K of different heights with a Q6_K among them, at every GEMV token
-// count, and past the GEMV (one matmul each).
+// matmul each: Q4_K and Q6_K matrices of different heights, at every GEMV token count and at
+// tile products' (one launch per type and block shape, each matrix with its own plan).
 TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
   const int64_t cols = 512;
   std::mt19937 rng(7);
-  const std::pair<DType, int64_t> shapes[] = {
-      {DType::Q4_K, 300}, {DType::Q6_K, 19}, {DType::Q4_K, 67}, {DType::Q4_K, 32}};
+  // Row counts that take one block and several, split and not, and (12,288) the narrow
+  // block shape of the pipelined tile kernel beside the wide one in one group.
+  const std::pair<DType, int64_t> shapes[] = {{DType::Q4_K, 300}, {DType::Q6_K, 19},
+                                              {DType::Q4_K, 67},  {DType::Q4_K, 32},
+                                              {DType::Q6_K, 700}, {DType::Q4_K, 12288}};
   std::vector<Weight> ws;
   for (auto [type, rows] : shapes) {
     const QuantCase& c = case_of(type);
@@ -624,7 +627,7 @@ TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
     ws.push_back(gpu_->load_weight(view_of("group.weight", type, rows, cols, blocks)));
   }
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (int64_t T : {1, 2, 3, 5, 6, 7, 20}) {
+  for (int64_t T : {1, 2, 3, 5, 6, 7, 20, 33, 64}) {
     std::vector<float> x(static_cast<size_t>(T * cols));
     for (float& v : x) v = u(rng);
     auto xd = gpu_->alloc(x.size());

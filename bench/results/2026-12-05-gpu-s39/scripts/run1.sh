@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Session 39, call 1: build A = main cdda4b1 (.devcarry/h200.tar.xz), build B = wip/ksplit
-# (PRMT selectors from a kernel parameter, and HOSTLM_CUDA_TILE_K_SLICES: two warps per 16 rows
-# each taking half of a chunk's values, instead of two token warps that both expand the whole
-# chunk). Correctness first (CUDA suite on B with k slices on in every bucket, the product
-# tests with them off), then products alone and the 9B at 32 / 64 streams, alternating.
+# Written in session 39 (no GPU could be had; not yet run). Build A = main (.devcarry/h200.tar.xz),
+# build B = branch wip/ksplit (.devcarry/h200-b.tar.xz, paths renamed to build-h200-b):
+#   - PRMT selectors from a kernel parameter (SASS 637 -> 574 instructions a warp and chunk);
+#   - HOSTLM_CUDA_TILE_K_SLICES=32,64 (off by default): two warps per 16 rows each take half of
+#     a chunk's sub-block pairs, instead of two token warps that both expand the whole chunk
+#     (434 instructions a warp and chunk at 64 tokens against 574);
+#   - grouped tile launches (on by default; HOSTLM_CUDA_TILE_GROUPS=0 turns them off): the
+#     products of one input (a delta-rule layer's qkv, z, alpha, beta; q, k, v; gate, up) in
+#     one launch per type and block shape, each matrix with its own plan.
+# Correctness first (CUDA suite on B with k slices on in every bucket, the product tests with
+# them off), then products alone and the 9B at 32 / 64 streams, alternating.
 source bench/results/2026-12-05-h200-s37/scripts/env.sh
 tar xJf .devcarry/h200-b.tar.xz; B2=$R/build-h200-b
 echo "{\"source_dir\": \"$R\"}" > $B2/hostlm-build-tree.json
@@ -25,7 +31,7 @@ for t in 64 32 16; do
 done
 wait_file 9b-q4km 300
 for i in 1 2; do
-  for v in "A $B" "B $B2" "B-ks $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64" "B-ks64 $B2 HOSTLM_CUDA_TILE_K_SLICES=64"; do
+  for v in "A $B" "B-nogroups $B2 HOSTLM_CUDA_TILE_GROUPS=0" "B $B2" "B-ks $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64" "B-ks64 $B2 HOSTLM_CUDA_TILE_K_SLICES=64"; do
     set -- $v
     el "9B 32, 64 streams, $1 $3"
     with_build $2 $3 timeout 60 $2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160

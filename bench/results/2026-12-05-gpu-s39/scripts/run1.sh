@@ -38,7 +38,7 @@ for i in 1 2; do
   done
 done
 el "profile, 64 streams, B k slices 32,64"
-with_build $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64 HOSTLM_CUDA_PROFILE=1 timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 > $OUT/9b-64-profile-ks.txt 2>&1
-head -30 $OUT/9b-64-profile-ks.txt | cut -c1-130
+with_build $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64 HOSTLM_CUDA_PROFILE=2 timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 > $OUT/9b-64-profile-ks.txt 2>&1
+head -45 $OUT/9b-64-profile-ks.txt | cut -c1-130
 el done
 } 2>&1 | tee $OUT/run1.txt | cut -c1-250

@@ -10,6 +10,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/quants/expert_tiles.h"
+#include "cuda/quants/group_place.h"
 #include "cuda/quants/pieces.h"
 
 namespace hostlm::cuda::quants {
@@ -104,22 +105,19 @@ struct MatrixGroup {
   int n;
 };
 
-// Where a block of a group launch works: its member's matrix, outputs and plan into w, out
-// and chunks_per_split, its first row, its split and its split counter.
+// Where a block of a group launch works (group_place.h): its member's matrix, outputs and
+// plan into w, out and chunks_per_split, its first row, its split and its split counter.
 __device__ __forceinline__ void place_in_group(const MatrixGroup& g, int rows_per_block,
                                                QuantMatrix& w, TileOutput& out,
                                                int& chunks_per_split, int64_t& row0, int& split,
                                                unsigned& counter) {
-  const unsigned b = blockIdx.x;
-  int m = 0;
-  while (m + 1 < g.n && b >= g.first_block[m + 1]) ++m;
-  const unsigned local = b - g.first_block[m], row_block = local % g.row_blocks[m];
-  w = g.w[m];
-  out = g.out[m];
-  chunks_per_split = g.chunks_per_split[m];
-  row0 = int64_t{row_block} * rows_per_block;
-  split = static_cast<int>(local / g.row_blocks[m]);
-  counter = blockIdx.y * g.row_blocks[m] + row_block;
+  const GroupPlace p = group_place(g.first_block, g.row_blocks, g.n, blockIdx.x, blockIdx.y);
+  w = g.w[p.member];
+  out = g.out[p.member];
+  chunks_per_split = g.chunks_per_split[p.member];
+  row0 = int64_t{p.row_block} * rows_per_block;
+  split = p.split;
+  counter = p.counter;
 }
 
 // Calls f(value, row, token) for each of this lane's accumulators inside y: element e of

@@ -723,17 +723,16 @@ void launch_group(const TilePlan* plans, const QuantMatrix* ws, const TileOutput
       return plans[a].chunks_per_split > plans[b].chunks_per_split;
     });
     MatrixGroup g{};
-    unsigned blocks = 0;
+    int splits[kMaxGroupMatrices];
     for (int k = 0; k < members; ++k) {
       const int j = order[k];
       g.w[k] = ws[j];
       g.out[k] = outs[j];
       g.chunks_per_split[k] = plans[j].chunks_per_split;
       g.row_blocks[k] = plans[j].row_blocks;
-      g.first_block[k] = blocks;
-      blocks += plans[j].row_blocks * static_cast<unsigned>(plans[j].splits);
+      splits[k] = plans[j].splits;
     }
-    g.first_block[members] = blocks;
+    const unsigned blocks = lay_out_group(g.row_blocks, splits, members, g.first_block);
     g.n = members;
     const int j0 = order[0];
     TilePlan p = plans[j0];

@@ -33,6 +33,16 @@ constexpr int64_t kTileRowAlign = 256;
 // Group launches' partial sums and counters: this many times one matrix's.
 constexpr size_t kGroupScratchShare = 4;
 
+// Each matrix's data and rows, where all have the first one's type and width.
+bool one_type_and_width(const Weight* const* ws, int n, const void** data, int64_t* rows) {
+  for (int j = 0; j < n; ++j) {
+    if (ws[j]->type != ws[0]->type || ws[j]->cols != ws[0]->cols) return false;
+    data[j] = ws[j]->data;
+    rows[j] = ws[j]->rows;
+  }
+  return true;
+}
+
 void free_device(void*& p) {
   cudaFree(p);
   p = nullptr;
@@ -356,11 +366,7 @@ bool QuantMatmul::matmul_group_conv(const Weight* const* ws, float* const* ys, i
   const int64_t cols = ws[0]->cols;
   const void* data[kGemvGroupMax];
   int64_t rows[kGemvGroupMax];
-  for (int j = 0; j < n; ++j) {
-    if (ws[j]->type != ws[0]->type || ws[j]->cols != cols) return false;
-    data[j] = ws[j]->data;
-    rows[j] = ws[j]->rows;
-  }
+  if (!one_type_and_width(ws, n, data, rows)) return false;
   flush_norm();
   quantized_acts(x, 1, cols);
   const cudaError_t e = gemv_group_quantized_acts(ws[0]->type, data, rows, ys, n, cols, acts_q_, 1,
@@ -397,11 +403,7 @@ bool QuantMatmul::tile_group(const Weight* const* ws, float* const* ys, int n, c
   const int64_t cols = ws[0]->cols;
   const void* data[kTileGroupMax];
   int64_t rows[kTileGroupMax];
-  for (int j = 0; j < n; ++j) {
-    if (ws[j]->type != ws[0]->type || ws[j]->cols != cols) return false;
-    data[j] = ws[j]->data;
-    rows[j] = ws[j]->rows;
-  }
+  if (!one_type_and_width(ws, n, data, rows)) return false;
   // Only a type with the pipelined kernel groups: ask before converting the input.
   if (!tile_matmul_groups(ws[0]->type)) return false;
   half_acts(x, T, cols);

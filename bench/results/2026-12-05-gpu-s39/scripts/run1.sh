@@ -39,10 +39,11 @@ for i in 1 2; do
 done
 # Prefill tiles small enough to stay in L2 (50 MiB on an H100): the expansion's writes and the
 # GEMM's reads of them might not reach DRAM (docs/cuda-tuning.md measured more as a little
-# faster, before the pipelined decode kernels; never with tiles this small).
+# faster, before the pipelined decode kernels; never with tiles this small). 1024 tokens: a
+# longer step converts its activations again for every tile (QuantMatmul::prefill).
 for mi in 32 8 4; do
-  el "pp2048, HOSTLM_CUDA_PREFILL_TILE_MI=$mi"
-  with_build $B2 HOSTLM_CUDA_PREFILL_TILE_MI=$mi timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda -p 2048 -n 0 -r 2 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
+  el "pp1024, HOSTLM_CUDA_PREFILL_TILE_MI=$mi"
+  with_build $B2 HOSTLM_CUDA_PREFILL_TILE_MI=$mi timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda -p 1024 -n 0 -r 2 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
 done
 el "profile, 64 streams, B k slices 32,64"
 with_build $B2 HOSTLM_CUDA_TILE_K_SLICES=32,64 HOSTLM_CUDA_PROFILE=2 timeout 60 $B2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 > $OUT/9b-64-profile-ks.txt 2>&1

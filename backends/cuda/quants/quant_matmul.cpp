@@ -487,17 +487,25 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
   // Each tile is expanded once for all the tokens (a 2048-token step used to expand every
   // matrix twice); the activations are converted per chunk of prefill_tokens_, again for each
   // tile only when a matrix takes several tiles, which costs far less than its expansion.
+  // Successive tiles walk the chunks in opposite directions, so the chunk converted last for
+  // one tile is the first the next one needs (a 2-tile matrix over 2 chunks: 3 conversions,
+  // not 4; the products and their order per output do not change).
   if (T <= prefill_tokens_) half_acts(x, T, w.cols);
-  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+  const int64_t n_chunks = (T + prefill_tokens_ - 1) / prefill_tokens_;
+  int64_t converted = -1;  // the chunk acts_f16_ holds
+  for (int64_t r0 = 0, tile = 0; r0 < w.rows; r0 += tile_rows, ++tile) {
     const int64_t nr = std::min(tile_rows, w.rows - r0);
     check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
           "matmul (dequantize tile)");
-    for (int64_t t0 = 0; t0 < T; t0 += prefill_tokens_) {
+    for (int64_t k = 0; k < n_chunks; ++k) {
+      const int64_t chunk = tile % 2 == 0 ? k : n_chunks - 1 - k;
+      const int64_t t0 = chunk * prefill_tokens_;
       const int64_t tc = std::min(prefill_tokens_, T - t0);
-      if (T > prefill_tokens_) {
+      if (T > prefill_tokens_ && chunk != converted) {
         f16_x_ = nullptr;
         check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
               "matmul (activations to half)");
+        converted = chunk;
       }
       // Column-major view: Y^T[rows, T] = W_tile^T^T * X^T, W_tile stored as [cols, nr].
       check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),

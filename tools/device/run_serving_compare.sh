@@ -88,6 +88,20 @@ wait_ready "http://127.0.0.1:$port/v1/models" "$results/hostlm-serve.log"
 "${load[@]}" --url "http://127.0.0.1:$port" --model "$model" --label hostlm \
   --json "$results/hostlm.json" --prefix-json "$results/hostlm-prefix.json" |
   tee "$results/hostlm.md"
+# The engine's step counters (hostlm_step_*): what the accelerator waited per step for the host.
+curl -sf "http://127.0.0.1:$port/metrics" > "$results/hostlm-metrics.txt" || true
+python3 - "$results/hostlm-metrics.txt" <<'PY' || true
+import sys
+m = {}
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) == 2 and not line.startswith("#"):
+        m[parts[0]] = float(parts[1])
+steps = m.get("hostlm_steps_total", 0)
+if steps:
+    print(f"hostlm steps: {steps:.0f}, per step {1e3 * m['hostlm_step_model_seconds_total'] / steps:.2f} ms "
+          f"in the forward pass, {1e3 * m['hostlm_step_host_seconds_total'] / steps:.2f} ms outside it")
+PY
 stop_server
 
 if [ -n "$llama_bin" ]; then

@@ -51,6 +51,11 @@ struct EngineMetrics {
   uint64_t prefix_cache_lookups = 0, prefix_cache_hits = 0;
   // Share of prompt tokens served from the prefix cache since start (0 before any prompt).
   double prefix_cache_hit_rate = 0;
+  // Scheduler steps, and their time inside the model's forward pass and outside it (making
+  // the batch, drawing tokens, handing them to the requests): the second is time an
+  // accelerator waits, per step host_seconds / steps.
+  uint64_t steps_total = 0;
+  double step_model_seconds_total = 0, step_host_seconds_total = 0;
 };
 
 // Prometheus text exposition format (version 0.0.4): HELP, TYPE and a sample per metric,

@@ -273,6 +273,7 @@ struct Engine::Impl {
     return std::min<size_t>(cores - 1, 15);
   }
   Clock::time_point published_at;
+  Clock::time_point model_ended;  // when the last step's forward pass returned
 
   void finish(Active& a, const std::string& reason) {
     if (a.finished) return;
@@ -448,6 +449,7 @@ struct Engine::Impl {
   // One step: a token for every decoding request, then prompt chunks in the budget left.
   // Chunks end at snapshot points, so the state there can be copied.
   void step() {
+    const auto began = Clock::now();
     batch.clear();
     batch_owner.clear();
     int64_t budget = model.max_batch_tokens();
@@ -476,8 +478,10 @@ struct Engine::Impl {
       prompt_tokens += chunk;
     }
     if (batch.empty()) return;
+    const auto model_began = Clock::now();
     try {
       model.eval_batch(batch);
+      model_ended = Clock::now();
     } catch (const std::exception& e) {
       for (Active* a : batch_owner) {
         a->result.error = e.what();
@@ -538,12 +542,19 @@ struct Engine::Impl {
       else
         a.next_input = token;
     }
-    record_step(generated, prompt_tokens);
+    record_step(generated, prompt_tokens, began, model_began);
   }
 
-  void record_step(int64_t generated, int64_t prompt_tokens) {
+  // `began`, `model_began`: when the step and its forward pass began (model_ended: when the
+  // pass returned).
+  void record_step(int64_t generated, int64_t prompt_tokens, Clock::time_point began,
+                   Clock::time_point model_began) {
     const auto now = Clock::now();
+    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     std::lock_guard<std::mutex> lock(mutex);
+    ++stats.steps_total;
+    stats.step_model_seconds_total += seconds(model_ended - model_began);
+    stats.step_host_seconds_total += seconds((model_began - began) + (now - model_ended));
     stats.generated_tokens_total += generated_unpublished;
     stats.best_logits_draws_total += best_draws_unpublished;
     generated_unpublished = 0;

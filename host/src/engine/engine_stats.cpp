@@ -105,6 +105,14 @@ std::string prometheus_text(const EngineMetrics& m, const std::string& prefix) {
          "Prefix-cache lookups that reused tokens.", d(m.prefix_cache_hits));
   metric(out, prefix, "prefix_cache_hit_rate", "gauge",
          "Share of prompt tokens served from the prefix cache.", m.prefix_cache_hit_rate);
+  metric(out, prefix, "steps_total", "counter", "Scheduler steps (one forward pass each).",
+         d(m.steps_total));
+  metric(out, prefix, "step_model_seconds_total", "counter",
+         "Time of the steps inside the model's forward pass.", m.step_model_seconds_total);
+  metric(out, prefix, "step_host_seconds_total", "counter",
+         "Time of the steps outside the forward pass: making the batch, drawing tokens, "
+         "handing them to the requests.",
+         m.step_host_seconds_total);
   return out;
 }
 

@@ -347,6 +347,7 @@ EngineMetrics ModelManager::metrics() const {
     sum.prompt_tokens_computed_total += m.prompt_tokens_computed_total;
     sum.cached_tokens_total += m.cached_tokens_total;
     sum.generated_tokens_total += m.generated_tokens_total;
+    sum.best_logits_draws_total += m.best_logits_draws_total;
     sum.generate_tokens_per_second += m.generate_tokens_per_second;
     sum.prompt_tokens_per_second += m.prompt_tokens_per_second;
     sum.kv_pages_total += m.kv_pages_total;
@@ -357,6 +358,9 @@ EngineMetrics ModelManager::metrics() const {
     sum.state_snapshot_slots += m.state_snapshot_slots;
     sum.prefix_cache_lookups += m.prefix_cache_lookups;
     sum.prefix_cache_hits += m.prefix_cache_hits;
+    sum.steps_total += m.steps_total;
+    sum.step_model_seconds_total += m.step_model_seconds_total;
+    sum.step_host_seconds_total += m.step_host_seconds_total;
   }
   if (sum.prompt_tokens_total > 0)
     sum.prefix_cache_hit_rate =

@@ -110,8 +110,13 @@ class EngineTextStream final : public TextStream {
 
   bool read(std::vector<TextDelta>& out, std::chrono::milliseconds timeout) override {
     if (finished_) return true;
-    std::vector<int32_t> batch;
-    std::vector<TokenLogprob> logprobs;
+    // The read buffers go back to the channel with their capacity (swap): the engine's
+    // pushes, on its scheduler thread, stop allocating once both have grown (a fresh vector
+    // each read made every token's push allocate).
+    std::vector<int32_t>& batch = read_tokens_;
+    std::vector<TokenLogprob>& logprobs = read_logprobs_;
+    batch.clear();
+    logprobs.clear();
     bool done = false;
     {
       std::unique_lock lock(channel_->mutex);
@@ -257,6 +262,8 @@ class EngineTextStream final : public TextStream {
   std::shared_ptr<TokenChannel> channel_;
   std::shared_ptr<LogprobRecorder> recorder_;  // set when log probabilities are asked for
   std::vector<TokenLogprob> pending_logprobs_;
+  std::vector<int32_t> read_tokens_;  // read()'s buffers, swapped with the channel's
+  std::vector<TokenLogprob> read_logprobs_;
   Engine::RequestId id_ = 0;
   bool submitted_ = false;
   bool finished_ = false;

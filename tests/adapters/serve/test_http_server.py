@@ -195,6 +195,10 @@ class StreamControlTest(unittest.TestCase):
                 if r.get("path") == "/api/generate" and r.get("done_reason") == "cancelled"][-1]
         self.assertLess(line["tokens"], LONG["num_predict"])
         self.assertEqual(line["model"], TINY)
+        # The loaded models' engine counters reach /metrics, the step timings among them.
+        self.assertGreaterEqual(metric(self.server, "hostlm_steps_total"), 3)
+        self.assertGreater(metric(self.server, "hostlm_step_model_seconds_total"), 0)
+        self.assertGreater(metric(self.server, "hostlm_step_host_seconds_total"), 0)
 
     def test_disconnect_cancels_a_non_streamed_generation(self):
         # Nothing is written until the answer is whole, so only the socket can tell.

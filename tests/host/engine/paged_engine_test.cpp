@@ -165,7 +165,17 @@ TEST_F(PagedEngine, MetricsCountAndRenderAsPrometheusText) {
   EXPECT_EQ(m.prefix_cache_hits, 1u);
   EXPECT_DOUBLE_EQ(m.prefix_cache_hit_rate, 80.0 / 170.0);
   EXPECT_GT(m.generate_tokens_per_second, 0);
+  // At least a step per generated token (the last prompt step gives the first; a prompt may
+  // take more than one, ending at a snapshot point); the forward passes take time, and the
+  // host's share of the steps is counted apart.
+  EXPECT_GE(m.steps_total, 12u);
+  EXPECT_LE(m.steps_total, 16u);
+  EXPECT_GT(m.step_model_seconds_total, 0);
+  EXPECT_GT(m.step_host_seconds_total, 0);
   const std::string text = prometheus_text(m);
+  for (const char* name : {"hostlm_steps_total ", "hostlm_step_model_seconds_total ",
+                           "hostlm_step_host_seconds_total "})
+    EXPECT_NE(text.find(std::string("\n") + name), std::string::npos) << name;
   std::istringstream lines(text);
   std::string line;
   int samples = 0;
@@ -182,7 +192,7 @@ TEST_F(PagedEngine, MetricsCountAndRenderAsPrometheusText) {
     EXPECT_EQ(name.rfind("hostlm_", 0), 0u) << line;
     ++samples;
   }
-  EXPECT_GE(samples, 15);
+  EXPECT_GE(samples, 18);
   EXPECT_NE(text.find("hostlm_generated_tokens_total 12\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE hostlm_kv_pages_used gauge\n"), std::string::npos);
 }

@@ -273,7 +273,6 @@ struct Engine::Impl {
     return std::min<size_t>(cores - 1, 15);
   }
   Clock::time_point published_at;
-  Clock::time_point model_ended;  // when the last step's forward pass returned
 
   void finish(Active& a, const std::string& reason) {
     if (a.finished) return;
@@ -481,7 +480,6 @@ struct Engine::Impl {
     const auto model_began = Clock::now();
     try {
       model.eval_batch(batch);
-      model_ended = Clock::now();
     } catch (const std::exception& e) {
       for (Active* a : batch_owner) {
         a->result.error = e.what();
@@ -489,6 +487,7 @@ struct Engine::Impl {
       }
       return;
     }
+    const auto model_ended = Clock::now();
     // The caches first (one thread), then every due token drawn in parallel, then the
     // bookkeeping in batch order again.
     sampling.clear();
@@ -542,19 +541,21 @@ struct Engine::Impl {
       else
         a.next_input = token;
     }
-    record_step(generated, prompt_tokens, began, model_began);
+    record_step(generated, prompt_tokens, {began, model_began, model_ended});
   }
 
-  // `began`, `model_began`: when the step and its forward pass began (model_ended: when the
-  // pass returned).
-  void record_step(int64_t generated, int64_t prompt_tokens, Clock::time_point began,
-                   Clock::time_point model_began) {
+  // When a step began, and when its forward pass began and returned.
+  struct StepTimes {
+    Clock::time_point began, model_began, model_ended;
+  };
+
+  void record_step(int64_t generated, int64_t prompt_tokens, const StepTimes& t) {
     const auto now = Clock::now();
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     std::lock_guard<std::mutex> lock(mutex);
     ++stats.steps_total;
-    stats.step_model_seconds_total += seconds(model_ended - model_began);
-    stats.step_host_seconds_total += seconds((model_began - began) + (now - model_ended));
+    stats.step_model_seconds_total += seconds(t.model_ended - t.model_began);
+    stats.step_host_seconds_total += seconds((t.model_began - t.began) + (now - t.model_ended));
     stats.generated_tokens_total += generated_unpublished;
     stats.best_logits_draws_total += best_draws_unpublished;
     generated_unpublished = 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "hostlm/engine.h"
+#include "hostlm/engine_stats.h"
 #include "hostlm/error.h"
 #include "hostlm/registry.h"
 #include "hostlm/serving.h"
@@ -67,6 +68,22 @@ TEST(ModelManagerLiveOptions, QueueBoundReachesLoadedEngines) {
   EXPECT_EQ(generate_two(lease), "busy");
   models.set_live_options({.keep_alive = std::chrono::minutes(5), .max_queue = 8, .max_loaded = 3});
   EXPECT_EQ(generate_two(lease), "done");
+}
+
+// The manager's metrics (a server's /metrics) add up its models' engine counters: tokens,
+// steps and the steps' time inside and outside the forward pass.
+TEST(ModelManagerMetrics, CarryTheLoadedModelsCounters) {
+  ModelManager models(registry(), small_options(), {std::make_shared<PathModelSource>()});
+  EXPECT_EQ(models.metrics().steps_total, 0u);
+  const ModelLease lease = models.acquire(tiny_model().string());
+  ASSERT_EQ(generate_two(lease), "done");
+  const EngineMetrics m = models.metrics();
+  EXPECT_EQ(m.requests_total, 1u);
+  EXPECT_EQ(m.generated_tokens_total, 2u);
+  EXPECT_GE(m.steps_total, 2u);  // the prompt's (giving the first token), then one a token
+  EXPECT_GT(m.step_model_seconds_total, 0);
+  EXPECT_GT(m.step_host_seconds_total, 0);
+  EXPECT_EQ(m.best_logits_draws_total, 0u);  // a CPU engine draws from whole rows
 }
 
 TEST(ModelManagerLiveOptions, KeepAliveAppliesToLaterRequests) {

@@ -165,10 +165,10 @@ TEST_F(PagedEngine, MetricsCountAndRenderAsPrometheusText) {
   EXPECT_EQ(m.prefix_cache_hits, 1u);
   EXPECT_DOUBLE_EQ(m.prefix_cache_hit_rate, 80.0 / 170.0);
   EXPECT_GT(m.generate_tokens_per_second, 0);
-  // At least a step per generated token (the last prompt step gives the first; a prompt may
-  // take more than one, ending at a snapshot point); the forward passes take time, and the
-  // host's share of the steps is counted apart.
-  EXPECT_GE(m.steps_total, 12u);
+  // A step per generated token at least (the last prompt step gives the first; a prompt may
+  // take more than one, ending at a snapshot point), less the last, which a request's end
+  // may outrun; the forward passes take time, and the host's share is counted apart.
+  EXPECT_GE(m.steps_total, 11u);
   EXPECT_LE(m.steps_total, 16u);
   EXPECT_GT(m.step_model_seconds_total, 0);
   EXPECT_GT(m.step_host_seconds_total, 0);

@@ -80,7 +80,8 @@ TEST(ModelManagerMetrics, CarryTheLoadedModelsCounters) {
   const EngineMetrics m = models.metrics();
   EXPECT_EQ(m.requests_total, 1u);
   EXPECT_EQ(m.generated_tokens_total, 2u);
-  EXPECT_GE(m.steps_total, 2u);  // the prompt's (giving the first token), then one a token
+  // The stream ends inside the last step, before that step is counted: at least the first.
+  EXPECT_GE(m.steps_total, 1u);
   EXPECT_GT(m.step_model_seconds_total, 0);
   EXPECT_GT(m.step_host_seconds_total, 0);
   EXPECT_EQ(m.best_logits_draws_total, 0u);  // a CPU engine draws from whole rows

@@ -178,6 +178,7 @@ class CudaBackend final : public Backend {
   bool matmul16_group(const Weight* const* ws, float* const* ys, int n, const float* x,
                       Gemv16Epilogue epilogue = {});
   const char* matmul_label(int64_t T) const;
+  static std::string group_label(const Weight* const* ws, int n);
   const char* seqs_label(const char* op, std::span<const SequenceSlice> seqs);
 
   // prefill_products.cpp

@@ -13,11 +13,12 @@
 namespace hostlm::cuda {
 
 // Quantized matrices of one type go in one GEMV launch (decode: q/k/v, the four input
-// projections of a delta-rule layer, gate/up); the rest one matmul each.
+// projections of a delta-rule layer, gate/up), or for the tile product's token counts in one
+// launch per block shape where the type has the pipelined kernel; the rest one matmul each.
 void CudaBackend::matmul_same_input(std::span<const MatmulOut> outs, const float* x, int64_t T) {
   if (T <= 0) return;
   Grouped done{};
-  if (!quant_->groups(T) || outs.size() > done.size())
+  if (!(quant_->groups(T) || quant_->tile_groups(T)) || outs.size() > done.size())
     return Backend::matmul_same_input(outs, x, T);
   matmul_groups(outs, x, T, done);
 }
@@ -140,7 +141,9 @@ void CudaBackend::matmul_groups(std::span<const MatmulOut> outs, const float* x,
       matmul(*ws[0], x, T, ys[0]);
       continue;
     }
-    const auto timed = profile_->scope(matmul_label(T));
+    const auto timed =
+        profile_->scope(profile_->detailed() ? profile_->label(matmul_label(T), group_label(ws, n))
+                                             : matmul_label(T));
     last_writes_.start(!quant_->folds_norms());
     for (int j = 0; j < n; ++j) last_writes_.add(ys[j], static_cast<size_t>(T * ws[j]->rows));
     if (skip_matmul_group(ws, ys, n, x, T)) continue;
@@ -171,6 +174,14 @@ bool CudaBackend::matmul16_group(const Weight* const* ws, float* const* ys, int 
                stream_),
           "matmul (gemv)");
   return true;
+}
+
+// A group's type and shapes for the detailed profile: "q4_K group 8192+4096+32+32x4096".
+std::string CudaBackend::group_label(const Weight* const* ws, int n) {
+  std::string rows;
+  for (int j = 0; j < n; ++j) rows += (j > 0 ? "+" : "") + std::to_string(ws[j]->rows);
+  return std::string(dtype_name(ws[0]->type)) + " group " + rows + "x" +
+         std::to_string(ws[0]->cols);
 }
 
 // The profile tells the decode GEMV, the few-token tile product and prefill apart.

@@ -15,11 +15,13 @@ inline constexpr int kMaxExpertTiles = 512;
 // The plain launch of one matrix (the kernels' template default).
 struct NoExpertTiles {
   static constexpr bool kOn = false;
+  static constexpr bool kGroup = false;  // not a MatrixGroup (tile_common.cuh)
   static constexpr int n = 0;
 };
 
 struct ExpertTiles {
   static constexpr bool kOn = true;
+  static constexpr bool kGroup = false;
   const uint8_t* data[kMaxExpertTiles];  // expert z's matrix in split form
   int32_t row0[kMaxExpertTiles];         // its first row of x and y, from the launch's pointers
   int32_t count[kMaxExpertTiles];        // its rows

@@ -79,6 +79,19 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
                         size_t partial_floats, unsigned* counters, size_t n_counters,
                         cudaStream_t stream);
 
+// tile_matmul of one input x_f16 through n matrices of `type` and `cols` (data[j], rows[j]
+// into ys[j]), each with the plan and so the results of its own launch, in one launch per
+// block shape (MatrixGroup, tile_common.cuh); their split partials and counters lie one after
+// another in `partial` and `counters`. cudaErrorNotSupported, having launched nothing, where
+// the type has no pipelined tile kernel, n is outside 2 .. kTileGroupMax or the partials or
+// counters do not fit: the caller then runs them one by one.
+inline constexpr int kTileGroupMax = 8;
+bool tile_matmul_groups(DType type);
+cudaError_t tile_matmul_group(DType type, int n, const void* const* data, const int64_t* rows,
+                              int64_t cols, const void* x_f16, const float* inv_scale, int64_t T,
+                              float* const* ys, float* partial, size_t partial_floats,
+                              unsigned* counters, size_t n_counters, cudaStream_t stream);
+
 // tile_matmul for each expert of `tiles` (all of `type`, [rows, cols]) over its rows: rows
 // row0 .. row0 + count of x_f16 (and inv_scale) times its matrix into the same rows of y.
 // `tokens_per_block` (16, 32 or 64) sizes the blocks; an expert with more rows takes several.

@@ -30,6 +30,18 @@ constexpr size_t kStagingBytes = size_t{32} << 20;
 constexpr size_t kTileElemsMax = size_t{32} << 20;
 // Tiles of a matrix that does not fit are whole multiples of this many rows.
 constexpr int64_t kTileRowAlign = 256;
+// Group launches' partial sums and counters: this many times one matrix's.
+constexpr size_t kGroupScratchShare = 4;
+
+// Each matrix's data and rows, where all have the first one's type and width.
+bool one_type_and_width(const Weight* const* ws, int n, const void** data, int64_t* rows) {
+  for (int j = 0; j < n; ++j) {
+    if (ws[j]->type != ws[0]->type || ws[j]->cols != ws[0]->cols) return false;
+    data[j] = ws[j]->data;
+    rows[j] = ws[j]->rows;
+  }
+  return true;
+}
 
 void free_device(void*& p) {
   cudaFree(p);
@@ -51,6 +63,7 @@ QuantMatmul::QuantMatmul(cudaStream_t stream, cublasHandle_t cublas, AllocFn all
     tile_elems_max_ = static_cast<size_t>(std::clamp<int64_t>(std::atoll(env), 1, 4096)) << 20;
   if (const char* env = std::getenv("HOSTLM_CUDA_FUSE_QUANTIZE")) fuse_quantize_ = env[0] != '0';
   if (const char* env = std::getenv("HOSTLM_CUDA_FOLD_NORM")) fold_norms_ = env[0] == '1';
+  if (const char* env = std::getenv("HOSTLM_CUDA_TILE_GROUPS")) tile_groups_ = env[0] != '0';
   if (const char* env = std::getenv("HOSTLM_CUDA_TILE_TOKENS"))
     tile_tokens_ = std::clamp<int64_t>(std::atoll(env), 0, kPrefillTokens);
   if (tile_tokens_ > 0) {
@@ -169,8 +182,14 @@ void QuantMatmul::reserve_scratch(DType type, int64_t rows, int64_t cols) {
   size_t want_partial = 0;
   for (int64_t T = gemv_tokens_ + 1; T <= tile_tokens_; ++T)
     want_partial = std::max(want_partial, tile_matmul_partial_floats(type, rows, cols, T));
-  const size_t want_counters =
+  size_t want_counters =
       tile_tokens_ > 0 ? tile_matmul_counters(type, rows, std::max<int64_t>(1, tile_tokens_)) : 0;
+  // A group launch (tile_group) keeps every member's partials and counters apart: room for
+  // four of the largest (an attention layer's q, k and v take three).
+  if (tile_groups_) {
+    want_partial *= kGroupScratchShare;
+    want_counters *= kGroupScratchShare;
+  }
   if (cols <= max_cols_ && want_tile <= tile_elems_ && want_partial <= partial_floats_ &&
       want_counters <= n_counters_)
     return;
@@ -317,6 +336,7 @@ void QuantMatmul::matmul_group(const Weight* const* ws, float* const* ys, int n,
     flush_norm();
   }
   if (!groups(T) || n == 1) {
+    if (n > 1 && tile_groups(T) && tile_group(ws, ys, n, x, T)) return;
     for (int j = 0; j < n; ++j) matmul(*ws[j], x, T, ys[j]);
     return;
   }
@@ -346,11 +366,7 @@ bool QuantMatmul::matmul_group_conv(const Weight* const* ws, float* const* ys, i
   const int64_t cols = ws[0]->cols;
   const void* data[kGemvGroupMax];
   int64_t rows[kGemvGroupMax];
-  for (int j = 0; j < n; ++j) {
-    if (ws[j]->type != ws[0]->type || ws[j]->cols != cols) return false;
-    data[j] = ws[j]->data;
-    rows[j] = ws[j]->rows;
-  }
+  if (!one_type_and_width(ws, n, data, rows)) return false;
   flush_norm();
   quantized_acts(x, 1, cols);
   const cudaError_t e = gemv_group_quantized_acts(ws[0]->type, data, rows, ys, n, cols, acts_q_, 1,
@@ -379,6 +395,26 @@ void QuantMatmul::tile(const Weight& w, const float* x, int64_t T, float* y) {
         "matmul (tile product)");
   const auto* y_end = y + T * w.rows;
   if (y < x + T * w.cols && x < y_end) forget_acts();
+}
+
+bool QuantMatmul::tile_group(const Weight* const* ws, float* const* ys, int n, const float* x,
+                             int64_t T) {
+  if (n > kTileGroupMax) return false;
+  const int64_t cols = ws[0]->cols;
+  const void* data[kTileGroupMax];
+  int64_t rows[kTileGroupMax];
+  if (!one_type_and_width(ws, n, data, rows)) return false;
+  // Only a type with the pipelined kernel groups: ask before converting the input.
+  if (!tile_matmul_groups(ws[0]->type)) return false;
+  half_acts(x, T, cols);
+  const cudaError_t e =
+      tile_matmul_group(ws[0]->type, n, data, rows, cols, acts_f16_, inv_scale_, T, ys, partial_,
+                        partial_floats_, counters_, n_counters_, stream_);
+  if (e == cudaErrorNotSupported) return false;
+  check(e, "matmul (grouped tile product)");
+  for (int j = 0; j < n; ++j)
+    if (ys[j] < x + T * cols && x < ys[j] + T * rows[j]) forget_acts();
+  return true;
 }
 
 void QuantMatmul::matmul_experts(std::span<const Weight> experts, std::span<const int32_t> first,
@@ -451,17 +487,25 @@ void QuantMatmul::prefill(const Weight& w, const float* x, int64_t T, float* y) 
   // Each tile is expanded once for all the tokens (a 2048-token step used to expand every
   // matrix twice); the activations are converted per chunk of prefill_tokens_, again for each
   // tile only when a matrix takes several tiles, which costs far less than its expansion.
+  // Successive tiles walk the chunks in opposite directions, so the chunk converted last for
+  // one tile is the first the next one needs (a 2-tile matrix over 2 chunks: 3 conversions,
+  // not 4; the products and their order per output do not change).
   if (T <= prefill_tokens_) half_acts(x, T, w.cols);
-  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+  const int64_t n_chunks = (T + prefill_tokens_ - 1) / prefill_tokens_;
+  int64_t converted = -1;  // the chunk acts_f16_ holds
+  for (int64_t r0 = 0, tile = 0; r0 < w.rows; r0 += tile_rows, ++tile) {
     const int64_t nr = std::min(tile_rows, w.rows - r0);
     check(dequant_rows_f16(w.type, w.data, w.rows, w.cols, r0, nr, tile_, stream_),
           "matmul (dequantize tile)");
-    for (int64_t t0 = 0; t0 < T; t0 += prefill_tokens_) {
+    for (int64_t k = 0; k < n_chunks; ++k) {
+      const int64_t chunk = tile % 2 == 0 ? k : n_chunks - 1 - k;
+      const int64_t t0 = chunk * prefill_tokens_;
       const int64_t tc = std::min(prefill_tokens_, T - t0);
-      if (T > prefill_tokens_) {
+      if (T > prefill_tokens_ && chunk != converted) {
         f16_x_ = nullptr;
         check(acts_to_f16(x + t0 * w.cols, tc, w.cols, acts_f16_, inv_scale_, stream_),
               "matmul (activations to half)");
+        converted = chunk;
       }
       // Column-major view: Y^T[rows, T] = W_tile^T^T * X^T, W_tile stored as [cols, nr].
       check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),

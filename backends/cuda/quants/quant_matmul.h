@@ -59,8 +59,14 @@ class QuantMatmul {
   void expect_batch_tokens(int64_t tokens);
   // Whether matmul_group runs T tokens in one launch (the GEMV path).
   bool groups(int64_t T) const { return T <= gemv_tokens_; }
+  // Whether it runs them in one tile launch per block shape where the type has the pipelined
+  // tile kernel (tile_matmul_group): above the GEMV's tokens, up to the tile product's.
+  // HOSTLM_CUDA_TILE_GROUPS=0 turns it off.
+  bool tile_groups(int64_t T) const {
+    return tile_groups_ && T > gemv_tokens_ && T <= tile_tokens_;
+  }
   // matmul(*ws[j], x, T, ys[j]) for n <= kGemvGroupMax (quant_kernels.h) matrices of one type
-  // and cols: one launch where groups(T), else one matmul each.
+  // and cols: one launch where groups(T) (or tile_groups(T) allows), else one matmul each.
   void matmul_group(const Weight* const* ws, float* const* ys, int n, const float* x, int64_t T);
   // One token: matmul_group with the convolution applied to the first matrix's rows as they
   // are written (ConvStep, quant_kernels.h; ys[0] is not written), in one launch. Returns
@@ -122,6 +128,9 @@ class QuantMatmul {
   void upload_split(const TensorView& view, uint8_t* device);
   void prefill(const Weight& w, const float* x, int64_t T, float* y);
   void tile(const Weight& w, const float* x, int64_t T, float* y);
+  // matmul_group through tile_matmul_group; false, having launched nothing, where it does not
+  // take them.
+  bool tile_group(const Weight* const* ws, float* const* ys, int n, const float* x, int64_t T);
   // x as half in acts_f16_ (with its per-token scales), unless it is there already.
   void half_acts(const float* x, int64_t T, int64_t cols);
 
@@ -131,6 +140,7 @@ class QuantMatmul {
   int64_t prefill_tokens_ = kPrefillTokens;  // tokens per prefill conversion (scratch rows)
   bool fuse_quantize_ = true;          // produce_acts; HOSTLM_CUDA_FUSE_QUANTIZE=0 turns it off
   int64_t tile_tokens_ = kTileTokens;  // 0 where the GPU has no sm_80 tensor-core path
+  bool tile_groups_ = true;
   AllocFn alloc_;
   WeightArena& weights_;
   std::vector<void*> host_weights_;  // pinned, mapped (load_host)

@@ -10,6 +10,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/quants/expert_tiles.h"
+#include "cuda/quants/group_place.h"
 #include "cuda/quants/pieces.h"
 
 namespace hostlm::cuda::quants {
@@ -84,6 +85,41 @@ struct TileOutput {
   int splits;
 };
 
+// Several matrices that read the same input, each with its own plan, in one launch
+// (tile_matmul_group): a decode step's small products (a delta-rule layer's 32-row alpha and
+// beta beside its qkv and z, an attention layer's k and v beside q) each paid a launch and a
+// whole block's latency chain for a few chunks. Grid x runs over every member's row blocks
+// times splits, members with the longest splits first so that short ones fill the last wave.
+// Each member's blocks do what its own launch would, so the results are the same bits.
+// A kernel parameter (C++17, device code includes this).
+inline constexpr int kMaxGroupMatrices = 8;
+
+struct MatrixGroup {
+  static constexpr bool kOn = false;  // not expert tiles
+  static constexpr bool kGroup = true;
+  QuantMatrix w[kMaxGroupMatrices];
+  TileOutput out[kMaxGroupMatrices];
+  int chunks_per_split[kMaxGroupMatrices];
+  unsigned row_blocks[kMaxGroupMatrices];
+  unsigned first_block[kMaxGroupMatrices + 1];  // member m: grid x from first_block[m]
+  int n;
+};
+
+// Where a block of a group launch works (group_place.h): its member's matrix, outputs and
+// plan into w, out and chunks_per_split, its first row, its split and its split counter.
+__device__ __forceinline__ void place_in_group(const MatrixGroup& g, int rows_per_block,
+                                               QuantMatrix& w, TileOutput& out,
+                                               int& chunks_per_split, int64_t& row0, int& split,
+                                               unsigned& counter) {
+  const GroupPlace p = group_place(g.first_block, g.row_blocks, g.n, blockIdx.x, blockIdx.y);
+  w = g.w[p.member];
+  out = g.out[p.member];
+  chunks_per_split = g.chunks_per_split[p.member];
+  row0 = int64_t{p.row_block} * rows_per_block;
+  split = p.split;
+  counter = p.counter;
+}
+
 // Calls f(value, row, token) for each of this lane's accumulators inside y: element e of
 // n-tile j is row warp * 16 + lane / 4 (+ 8 for e >= 2), token j * 8 + 2 * (lane % 4) + e % 2.
 template <int kN, class F>
@@ -99,16 +135,18 @@ __device__ __forceinline__ void for_each_output(const float (&acc)[kN / 8][4], i
     }
 }
 
-// Writes the block's tile (rows row0 .. row0 + block_rows, tokens t0 .. t0 + block_tokens;
-// blockIdx.z is the split). This warp's accumulators are its 16 rows from row0 + 16 * row_warp
-// and kNW tokens from warp_t0. With splits, each writes its partial sums and the last to arrive
-// adds all of them in split order.
+// Writes the block's tile (rows row0 .. row0 + block_rows, tokens t0 .. t0 + block_tokens). This
+// warp's accumulators are its 16 rows from row0 + 16 * row_warp and kNW tokens from warp_t0. With
+// splits, each writes its partial sums and the last to arrive adds all of them in split order.
 // `last_split` is a __shared__ flag of the block. Every thread of the block must call this.
+// `split` and `counter` place the block among the splits and their counters (a plain launch:
+// blockIdx.z and blockIdx.y * gridDim.x + blockIdx.x, store_tile_part).
 template <int kNW>
-__device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], const TileOutput& o,
-                                                int64_t row0, int t0, int block_rows,
-                                                int block_tokens, int row_warp, int warp_t0,
-                                                bool& last_split) {
+__device__ __forceinline__ void store_tile_part_at(const float (&acc)[kNW / 8][4],
+                                                   const TileOutput& o, int64_t row0, int t0,
+                                                   int block_rows, int block_tokens, int row_warp,
+                                                   int warp_t0, int split, unsigned counter,
+                                                   bool& last_split) {
   const int tid = threadIdx.x, lane = tid % 32;
   const size_t T = static_cast<size_t>(o.T), rows = static_cast<size_t>(o.rows);
   float* y = o.y;
@@ -119,12 +157,12 @@ __device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], 
         [&](float v, size_t row, size_t t) { y[t * rows + row] = v * inv_scale[t]; });
     return;
   }
-  float* mine = o.partial + blockIdx.z * T * rows;
+  float* mine = o.partial + static_cast<size_t>(split) * T * rows;
   for_each_output<kNW>(acc, row0, warp_t0, o.rows, o.T, row_warp, lane,
                        [&](float v, size_t row, size_t t) { mine[t * rows + row] = v; });
   __threadfence();
   __syncthreads();
-  unsigned* count = o.count + blockIdx.y * gridDim.x + blockIdx.x;
+  unsigned* count = o.count + counter;
   if (tid == 0) last_split = atomicAdd(count, 1u) == static_cast<unsigned>(o.splits - 1);
   __syncthreads();
   if (!last_split) return;
@@ -169,6 +207,16 @@ __device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], 
         y[at[k]] = sum[k] * inv_scale[at[k] / rows];
   }
   if (tid == 0) *count = 0;  // ready for the next launch (and graph replay)
+}
+
+template <int kNW>
+__device__ __forceinline__ void store_tile_part(const float (&acc)[kNW / 8][4], const TileOutput& o,
+                                                int64_t row0, int t0, int block_rows,
+                                                int block_tokens, int row_warp, int warp_t0,
+                                                bool& last_split) {
+  store_tile_part_at<kNW>(acc, o, row0, t0, block_rows, block_tokens, row_warp, warp_t0,
+                          static_cast<int>(blockIdx.z), blockIdx.y * gridDim.x + blockIdx.x,
+                          last_split);
 }
 
 // With expert tiles (G = ExpertTiles, tile_matmul_experts), grid slice z is expert z over its

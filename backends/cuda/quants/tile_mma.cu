@@ -330,6 +330,51 @@ cudaError_t tile_matmul(DType type, const void* w, int64_t rows, int64_t cols, c
   return cudaGetLastError();
 }
 
+bool tile_matmul_groups(DType type) { return tile_pipelined_ready(type); }
+
+cudaError_t tile_matmul_group(DType type, int n, const void* const* data, const int64_t* rows,
+                              int64_t cols, const void* x_f16, const float* inv_scale, int64_t T,
+                              float* const* ys, float* partial, size_t partial_floats,
+                              unsigned* counters, size_t n_counters, cudaStream_t stream) {
+  static_assert(kTileGroupMax <= kMaxGroupMatrices);
+  const SplitLayout layout = split_layout(type);
+  if (!tile_pipelined_ready(type) || n < 2 || n > kTileGroupMax || layout.n_regions == 0 || T < 1 ||
+      cols <= 0 || cols % layout.block_elems != 0)
+    return cudaErrorNotSupported;
+  TilePlan plans[kTileGroupMax];
+  QuantMatrix ws[kTileGroupMax];
+  TileOutput outs[kTileGroupMax];
+  size_t partial_used = 0, counters_used = 0;
+  for (int j = 0; j < n; ++j) {
+    if (rows[j] <= 0) return cudaErrorNotSupported;
+    // The plan of the matrix's own launch (tile_matmul), so the sums are the same.
+    TilePlan p = plan_for(type, rows[j], cols, T);
+    if (p.splits > 1 && (tile_partial_floats(p, rows[j], T) > partial_floats ||
+                         size_t{p.row_blocks} * p.token_blocks > n_counters)) {
+      p.chunks_per_split = p.chunks_per_split * p.splits;
+      p.splits = 1;
+    }
+    float* my_partial = nullptr;
+    unsigned* my_counters = nullptr;
+    if (p.splits > 1) {
+      const size_t need = tile_partial_floats(p, rows[j], T);
+      const size_t count = size_t{p.row_blocks} * p.token_blocks;
+      if (partial_used + need > partial_floats || counters_used + count > n_counters)
+        return cudaErrorNotSupported;
+      my_partial = partial + partial_used;
+      my_counters = counters + counters_used;
+      partial_used += need;
+      counters_used += count;
+    }
+    plans[j] = p;
+    ws[j] = quant_matrix(type, data[j], rows[j], cols);
+    outs[j] = TileOutput{ys[j],   my_partial,          my_counters, inv_scale,
+                         rows[j], static_cast<int>(T), p.splits};
+  }
+  tile_pipelined_launch_group(type, plans, ws, outs, n, static_cast<const __half*>(x_f16), stream);
+  return cudaGetLastError();
+}
+
 cudaError_t tile_matmul_experts(DType type, const ExpertTiles& tiles, int64_t rows, int64_t cols,
                                 const void* x_f16, const float* inv_scale, int max_count,
                                 int tokens_per_block, float* y, cudaStream_t stream) {

@@ -50,8 +50,10 @@
 // issued one after another.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 #include "cuda/launch.cuh"
 #include "cuda/quants/tile_pipelined.h"
@@ -153,6 +155,10 @@ struct TileArgs {
   const __half* x;
   TileOutput out;
   int chunks_per_split;
+  // 0x64646464, the exponent bytes of half 1024 + b, given at launch: as a literal, ptxas made
+  // it PRMT's immediate and then rebuilt each selector in a register (one more instruction a
+  // PRMT, 64 a warp and chunk); from a parameter the selector is the immediate.
+  uint32_t exponent_bytes;
 };
 
 template <int kPending>
@@ -266,9 +272,9 @@ __device__ __forceinline__ uint4 lds128(const unsigned char* p) {
 
 // Values of bytes (0, 1) or (2, 3) of `bytes` (each < 64) as half2, a * (b - bias) + m.
 template <int kBias>
-__device__ __forceinline__ unsigned expand2(uint32_t bytes, unsigned selector, __half2 a,
-                                            __half2 m) {
-  const uint32_t bits = __byte_perm(bytes, 0x64646464u, selector);  // 1024 + b, exact
+__device__ __forceinline__ unsigned expand2(uint32_t bytes, uint32_t exponent_bytes,
+                                            unsigned selector, __half2 a, __half2 m) {
+  const uint32_t bits = __byte_perm(bytes, exponent_bytes, selector);  // 1024 + b, exact
   const __half2 q =
       __hsub2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(1024.f + kBias));
   const __half2 v = __hfma2(q, a, m);
@@ -277,12 +283,13 @@ __device__ __forceinline__ unsigned expand2(uint32_t bytes, unsigned selector, _
 
 // The fragment of product h from rows g and g + 8's four values (bytes of vg, v8).
 template <int kBias>
-__device__ __forceinline__ void weight_fragment(uint32_t vg, uint32_t v8, __half2 ag, __half2 mg,
-                                                __half2 a8, __half2 m8, unsigned (&f)[4]) {
-  f[0] = expand2<kBias>(vg, 0x5140u, ag, mg);
-  f[1] = expand2<kBias>(v8, 0x5140u, a8, m8);
-  f[2] = expand2<kBias>(vg, 0x5342u, ag, mg);
-  f[3] = expand2<kBias>(v8, 0x5342u, a8, m8);
+__device__ __forceinline__ void weight_fragment(uint32_t vg, uint32_t v8, uint32_t exponent_bytes,
+                                                __half2 ag, __half2 mg, __half2 a8, __half2 m8,
+                                                unsigned (&f)[4]) {
+  f[0] = expand2<kBias>(vg, exponent_bytes, 0x5140u, ag, mg);
+  f[1] = expand2<kBias>(v8, exponent_bytes, 0x5140u, a8, m8);
+  f[2] = expand2<kBias>(vg, exponent_bytes, 0x5342u, ag, mg);
+  f[3] = expand2<kBias>(v8, exponent_bytes, 0x5342u, a8, m8);
 }
 
 // Scale and min of sub-blocks 2c, 2c + 1 of a Q4_K row from its 16 head bytes, as half2 pairs.
@@ -318,32 +325,35 @@ __device__ __forceinline__ void multiply_slice(const unsigned (&f0)[4], const un
   }
 }
 
-// `warp`: which 16 rows; the warp's kN tokens start at token `tok0` of the stage. Q4_K.
-template <class S, int kN>
+// `warp`: which 16 rows; the warp's kN tokens start at token `tok0` of the stage; it takes
+// the kPairs sub-block pairs from c0 (all four, or two with k-slice warps). Q4_K.
+template <class S, int kN, int kPairs>
 __device__ __forceinline__ void multiply_q4k(const unsigned char* stage, int warp, int lane,
-                                             int tok0, float (&acc)[kN / 8][4]) {
+                                             int tok0, int c0, uint32_t exponent_bytes,
+                                             float (&acc)[kN / 8][4]) {
   using F = typename S::Format;
   const int g = lane / 4, q = lane % 4;
   const unsigned char* heads = stage + S::kHeads;
   const unsigned char* acts = stage + S::kActs + tok0 * kActStride;
   const int rg = warp * 16 + g, r8 = rg + 8;
   // Sub-blocks 2c, 2c + 1 of rows g and g + 8: lane q of each group of four decodes them for
-  // c = q (the 6-bit scale unpacking was a quarter of the kernel's instructions when every
-  // lane did all four), and each c is then fetched from its lane: a, m of sub-block 2c, a, m
-  // of 2c + 1, row g then row g + 8.
+  // c = c0 + q % kPairs (the 6-bit scale unpacking was a quarter of the kernel's instructions
+  // when every lane did all four), and each c is then fetched from its lane: a, m of sub-block
+  // 2c, a, m of 2c + 1, row g then row g + 8.
   unsigned mine[8];
   {
     __half2 a[2], m[2];
-    row_scales(lds128(heads + rg * F::kHeadBytes), q, a, m);
+    row_scales(lds128(heads + rg * F::kHeadBytes), c0 + q % kPairs, a, m);
     mine[0] = as_u32(a[0]), mine[1] = as_u32(m[0]), mine[2] = as_u32(a[1]), mine[3] = as_u32(m[1]);
-    row_scales(lds128(heads + r8 * F::kHeadBytes), q, a, m);
+    row_scales(lds128(heads + r8 * F::kHeadBytes), c0 + q % kPairs, a, m);
     mine[4] = as_u32(a[0]), mine[5] = as_u32(m[0]), mine[6] = as_u32(a[1]), mine[7] = as_u32(m[1]);
   }
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
+  for (int k = 0; k < kPairs; ++k) {
+    const int c = c0 + k;
     unsigned sc[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) sc[i] = __shfl_sync(0xffffffffu, mine[i], (lane & ~3) | c);
+    for (int i = 0; i < 8; ++i) sc[i] = __shfl_sync(0xffffffffu, mine[i], (lane & ~3) | k);
     const uint2 wg = lds64(stage + rg * F::kRowStride + 32 * c + 8 * q);
     const uint2 w8 = lds64(stage + r8 * F::kRowStride + 32 * c + 8 * q);
 #pragma unroll
@@ -352,19 +362,21 @@ __device__ __forceinline__ void multiply_q4k(const unsigned char* stage, int war
       const __half2 a8 = as_h2(sc[4 + 2 * e]), m8 = as_h2(sc[4 + 2 * e + 1]);
       // Nibble plane e of the pair: sub-block 2c + e.
       unsigned f0[4], f1[4];
-      weight_fragment<0>((wg.x >> (4 * e)) & 0x0f0f0f0fu, (w8.x >> (4 * e)) & 0x0f0f0f0fu, ag, mg,
-                         a8, m8, f0);
-      weight_fragment<0>((wg.y >> (4 * e)) & 0x0f0f0f0fu, (w8.y >> (4 * e)) & 0x0f0f0f0fu, ag, mg,
-                         a8, m8, f1);
+      weight_fragment<0>((wg.x >> (4 * e)) & 0x0f0f0f0fu, (w8.x >> (4 * e)) & 0x0f0f0f0fu,
+                         exponent_bytes, ag, mg, a8, m8, f0);
+      weight_fragment<0>((wg.y >> (4 * e)) & 0x0f0f0f0fu, (w8.y >> (4 * e)) & 0x0f0f0f0fu,
+                         exponent_bytes, ag, mg, a8, m8, f1);
       multiply_slice<kN>(f0, f1, acts + (64 * c + 32 * e + 8 * q) * 2, g, acc);
     }
   }
 }
 
-// a = d * scale as half2, for scale byte `b` of a Q6_K row's 16.
-__device__ __forceinline__ __half2 q6k_scale(const uint4& scales, int b, float d) {
-  const uint32_t words[4] = {scales.x, scales.y, scales.z, scales.w};
-  const auto sc = static_cast<int8_t>(static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4))));
+// a = d * scale as half2, for byte `byte` of word `word` of a Q6_K row's 16 scales.
+__device__ __forceinline__ __half2 q6k_scale(const uint4& scales, int word, int byte, float d) {
+  // Selects, not an indexed array: with the word known only at run time (k-slice warps) that
+  // array went to local memory.
+  const uint32_t w = word & 2 ? (word & 1 ? scales.w : scales.z) : (word & 1 ? scales.y : scales.x);
+  const auto sc = static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * byte)));
   return __float2half2_rn(d * static_cast<float>(sc));
 }
 
@@ -377,10 +389,10 @@ __device__ __forceinline__ float q6k_d(const unsigned char* word, int64_t block)
 
 // The same for Q6_K (layout above): values 6-bit, q - 32, no min. `chunk` and `nb` locate each
 // row's d in its word.
-template <class S, int kN>
+template <class S, int kN, int kPairs>
 __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int warp, int lane,
-                                             int tok0, int64_t row0, int chunk, int64_t nb,
-                                             float (&acc)[kN / 8][4]) {
+                                             int tok0, int c0, int64_t row0, int chunk, int64_t nb,
+                                             uint32_t exponent_bytes, float (&acc)[kN / 8][4]) {
   using F = typename S::Format;
   const int g = lane / 4, q = lane % 4;
   const unsigned char* acts = stage + S::kActs + tok0 * kActStride;
@@ -392,8 +404,10 @@ __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int war
   const __half2 zero = __float2half2_rn(0.f);
   const int upper = q >= 2 ? 1 : 0;  // values 8q .. 8q + 7 of 32: the second scale of two
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int h = c / 2, j = c % 2;
+  for (int k = 0; k < kPairs; ++k) {
+    // With two pairs a warp (c0 even) both are in half c0 / 2: j known at compile time keeps
+    // the qh shifts immediate.
+    const int c = c0 + k, h = kPairs == 2 ? c0 / 2 : c / 2, j = kPairs == 2 ? k : c % 2;
     const uint2 lg = lds64(stage + rg * F::kRowStride + 32 * c + 8 * q);
     const uint2 l8 = lds64(stage + r8 * F::kRowStride + 32 * c + 8 * q);
     const uint2 hg = lds64(stage + rg * F::kRowStride + 128 + 32 * h + 8 * q);
@@ -405,11 +419,12 @@ __device__ __forceinline__ void multiply_q6k(const unsigned char* stage, int war
       const auto six = [&](uint32_t low, uint32_t high) {
         return ((low >> (4 * e)) & 0x0f0f0f0fu) | (((high >> shift) & 0x03030303u) << 4);
       };
-      const int b = 8 * h + 4 * e + 2 * j + upper;  // the scale of (element / 16)
-      const __half2 ag = q6k_scale(sg, b, dg), a8 = q6k_scale(s8, b, d8);
+      // The scale of element / 16 = 8h + 4e + 2j + upper: byte 2j + upper of word 2h + e.
+      const __half2 ag = q6k_scale(sg, 2 * h + e, 2 * j + upper, dg);
+      const __half2 a8 = q6k_scale(s8, 2 * h + e, 2 * j + upper, d8);
       unsigned f0[4], f1[4];
-      weight_fragment<32>(six(lg.x, hg.x), six(l8.x, h8.x), ag, zero, a8, zero, f0);
-      weight_fragment<32>(six(lg.y, hg.y), six(l8.y, h8.y), ag, zero, a8, zero, f1);
+      weight_fragment<32>(six(lg.x, hg.x), six(l8.x, h8.x), exponent_bytes, ag, zero, a8, zero, f0);
+      weight_fragment<32>(six(lg.y, hg.y), six(l8.y, h8.y), exponent_bytes, ag, zero, a8, zero, f1);
       multiply_slice<kN>(f0, f1, acts + (128 * h + 64 * e + 32 * j + 8 * q) * 2, g, acc);
     }
   }
@@ -425,28 +440,61 @@ bool early_weights() {
   return on;
 }
 
-template <class S, int kN, int kTW, class G = NoExpertTiles>
-__global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
+// Two warps for each 16 rows split a chunk's values between them and add their accumulators
+// at the end: each warp has all the block's tokens, and each weight is expanded once.
+template <int kNW, int kWarpRows>
+__device__ __forceinline__ void add_k_slices(const float (&acc)[kNW / 8][4], int slice,
+                                             int row_warp, int lane, unsigned char* smem,
+                                             float (&kept)[kNW / 16][4]) {
+  constexpr int kHalf = kNW / 16;  // n-tiles each slice keeps: slice s the s-th half
+  float* share = reinterpret_cast<float*>(smem);
+  const auto at = [&](int writer, int j, int e) {
+    return ((writer * kHalf + j) * 4 + e) * (kWarpRows * 32) + row_warp * 32 + lane;
+  };
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the stages
+#pragma unroll
+  for (int j = 0; j < kHalf; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) share[at(slice, j, e)] = acc[(slice ^ 1) * kHalf + j][e];
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kHalf; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) kept[j][e] = acc[slice * kHalf + j][e] + share[at(slice ^ 1, j, e)];
+}
+
+// kTW token warps or kKS k-slice warps (at most one of them 2) for each 16 rows.
+template <class S, int kN, int kTW, int kKS, class G = NoExpertTiles>
+__global__ void __launch_bounds__(S::threads(kTW* kKS), S::min_blocks(kN, kTW* kKS))
     tile_pipelined_kernel(TileArgs args, bool early, G groups) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using F = typename S::Format;
+  static_assert(kTW * kKS <= 2);
   constexpr int kS = S::stages(kN), kStageBytes = S::stage_bytes(kN), kNW = kN / kTW;
+  constexpr int kPairs = 4 / kKS;  // sub-block pairs of a chunk per warp
+  static_assert(kKS == 1 || (kNW / 16) * 4 * S::kRows * 2 * 4 <= kS * kStageBytes);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ bool last_split;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int row_warp = warp % S::kWarpRows, tok0 = warp / S::kWarpRows * kNW;
-  const int64_t row0 = int64_t{blockIdx.x} * S::kRows;
+  const int row_warp = warp % S::kWarpRows, slot = warp / S::kWarpRows;
+  const int tok0 = (kKS == 1 ? slot : 0) * kNW, slice = kKS == 1 ? 0 : slot;
+  int64_t row0 = int64_t{blockIdx.x} * S::kRows;
+  int split = G::kOn ? 0 : static_cast<int>(blockIdx.z);  // expert launches have no splits
+  unsigned counter = blockIdx.y * gridDim.x + blockIdx.x;
+  if constexpr (G::kGroup)
+    place_in_group(groups, S::kRows, args.w, args.out, args.chunks_per_split, row0, split, counter);
   const int t0 = static_cast<int>(blockIdx.y) * kN;
   if (!select_expert(groups, t0, args.w, args.x, args.out.y, args.out.inv_scale, args.out.T)) {
     pdl_begin();
     return;
   }
   const int n_chunks = static_cast<int>(args.w.nb);
-  const int first = G::kOn ? 0 : static_cast<int>(blockIdx.z) * args.chunks_per_split;
+  const int first = split * args.chunks_per_split;
   const int n = min(n_chunks, first + args.chunks_per_split) - first;
   const unsigned base = smem_addr(smem_raw);
 
-  const StageSources<S, kN, S::threads(kTW)> sources(args, row0, t0);
+  const StageSources<S, kN, S::threads(kTW * kKS)> sources(args, row0, t0);
   // The weights of the first stages are requested while the previous kernel finishes (with
   // programmatic launch): they join the first commit group, so the waits below still cover
   // them.
@@ -475,11 +523,21 @@ __global__ void __launch_bounds__(S::threads(kTW), S::min_blocks(kN, kTW))
     cp_async_commit();  // possibly empty: keeps the group count in step with i
     const unsigned char* stage = smem_raw + (i % kS) * kStageBytes;
     if constexpr (F::kType == DType::Q6_K)
-      multiply_q6k<S, kNW>(stage, row_warp, lane, tok0, row0, first + i, args.w.nb, acc);
+      multiply_q6k<S, kNW, kPairs>(stage, row_warp, lane, tok0, slice * kPairs, row0, first + i,
+                                   args.w.nb, args.exponent_bytes, acc);
     else
-      multiply_q4k<S, kNW>(stage, row_warp, lane, tok0, acc);
+      multiply_q4k<S, kNW, kPairs>(stage, row_warp, lane, tok0, slice * kPairs, args.exponent_bytes,
+                                   acc);
   }
-  store_tile_part<kNW>(acc, args.out, row0, t0, S::kRows, kN, row_warp, t0 + tok0, last_split);
+  if constexpr (kKS == 2) {
+    float kept[kNW / 16][4];
+    add_k_slices<kNW, S::kWarpRows>(acc, slice, row_warp, lane, smem_raw, kept);
+    store_tile_part_at<kNW / 2>(kept, args.out, row0, t0, S::kRows, kN, row_warp,
+                                t0 + slice * (kNW / 2), split, counter, last_split);
+  } else {
+    store_tile_part_at<kNW>(acc, args.out, row0, t0, S::kRows, kN, row_warp, t0 + tok0, split,
+                            counter, last_split);
+  }
 #else
   pdl_begin();
 #endif
@@ -492,6 +550,7 @@ struct Readiness {
   int only_rows = 0;  // rows_wanted()
   int resident[2][3] = {{1, 1, 1}, {1, 1, 1}};
   int token_warps[3] = {1, 1, 1};
+  bool k_slices[3] = {false, false, false};
 };
 
 template <class F>
@@ -516,34 +575,49 @@ int rows_wanted() {
   return env == nullptr ? 0 : std::atoi(env);
 }
 
-template <class S, int kN, int kTW>
+// Whether the bucket's blocks split each chunk between two warps per 16 rows
+// (HOSTLM_CUDA_TILE_K_SLICES names the buckets, e.g. "32,64"; it overrides token warps).
+bool k_slices_wanted(int n_tokens) {
+  const char* env = std::getenv("HOSTLM_CUDA_TILE_K_SLICES");
+  if (env == nullptr) return false;
+  const std::string list(env);
+  return list.find(std::to_string(n_tokens)) != std::string::npos;
+}
+
+template <class S, int kN, int kTW, int kKS>
 cudaError_t prepare_one(Readiness& c, int shape) {
-  cudaError_t status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW>,
+  cudaError_t status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, kKS>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(S::smem_bytes(kN)));
   if (status == cudaSuccess && shape == 0)  // expert launches take the wide shape
-    status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, ExpertTiles>,
+    status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, kKS, ExpertTiles>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(S::smem_bytes(kN)));
+  if (status == cudaSuccess)
+    status = cudaFuncSetAttribute(tile_pipelined_kernel<S, kN, kTW, kKS, MatrixGroup>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(S::smem_bytes(kN)));
   int blocks = 0;
   if (status == cudaSuccess)
     status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, tile_pipelined_kernel<S, kN, kTW>, S::threads(kTW), S::smem_bytes(kN));
+        &blocks, tile_pipelined_kernel<S, kN, kTW, kKS>, S::threads(kTW * kKS), S::smem_bytes(kN));
   c.resident[shape][bucket(kN)] = blocks > 0 ? blocks : 1;
   c.token_warps[bucket(kN)] = kTW;
+  c.k_slices[bucket(kN)] = kKS == 2;
   return status;
 }
 
 template <class S, int kN>
 cudaError_t prepare_bucket(Readiness& c, int shape, int tw) {
-  return tw == 2 ? prepare_one<S, kN, 2>(c, shape) : prepare_one<S, kN, 1>(c, shape);
+  if (k_slices_wanted(kN)) return prepare_one<S, kN, 1, 2>(c, shape);
+  return tw == 2 ? prepare_one<S, kN, 2, 1>(c, shape) : prepare_one<S, kN, 1, 1>(c, shape);
 }
 
 template <class S>
 cudaError_t prepare_shape(Readiness& c, int shape) {
   cudaError_t status = cudaSuccess;
   for (cudaError_t s :
-       {prepare_one<S, 16, 1>(c, shape), prepare_bucket<S, 32>(c, shape, token_warps_wanted(32)),
+       {prepare_bucket<S, 16>(c, shape, 1), prepare_bucket<S, 32>(c, shape, token_warps_wanted(32)),
         prepare_bucket<S, 64>(c, shape, token_warps_wanted(64))})
     if (status == cudaSuccess) status = s;
   return status;
@@ -596,10 +670,10 @@ TilePlan plan(int64_t rows, int64_t cols, int64_t T) {
                                                                                        : wide;
 }
 
-template <class S, int kN, int kTW, class G>
+template <class S, int kN, int kTW, int kKS, class G>
 void launch_one(dim3 grid, const TileArgs& a, cudaStream_t stream, const G& groups) {
-  launch_kernel(tile_pipelined_kernel<S, kN, kTW, G>, grid, S::threads(kTW), S::smem_bytes(kN),
-                stream, a, early_weights(), groups);
+  launch_kernel(tile_pipelined_kernel<S, kN, kTW, kKS, G>, grid, S::threads(kTW * kKS),
+                S::smem_bytes(kN), stream, a, early_weights(), groups);
 }
 
 // n: tokens per block.
@@ -608,26 +682,69 @@ void launch_shape(const TilePlan& p, const TileArgs& a, cudaStream_t stream, int
                   const G& groups = {}) {
   const dim3 grid(p.row_blocks, p.token_blocks,
                   static_cast<unsigned>(G::kOn ? groups.n : p.splits));
-  const bool two = readiness<typename S::Format>().token_warps[bucket(n)] == 2;
+  const Readiness& r = readiness<typename S::Format>();
+  const bool two = r.token_warps[bucket(n)] == 2, sliced = r.k_slices[bucket(n)];
   if (n == 16)
-    launch_one<S, 16, 1>(grid, a, stream, groups);
+    sliced ? launch_one<S, 16, 1, 2>(grid, a, stream, groups)
+           : launch_one<S, 16, 1, 1>(grid, a, stream, groups);
   else if (n == 32)
-    two ? launch_one<S, 32, 2>(grid, a, stream, groups)
-        : launch_one<S, 32, 1>(grid, a, stream, groups);
+    sliced ? launch_one<S, 32, 1, 2>(grid, a, stream, groups)
+    : two  ? launch_one<S, 32, 2, 1>(grid, a, stream, groups)
+           : launch_one<S, 32, 1, 1>(grid, a, stream, groups);
   else
-    two ? launch_one<S, 64, 2>(grid, a, stream, groups)
-        : launch_one<S, 64, 1>(grid, a, stream, groups);
+    sliced ? launch_one<S, 64, 1, 2>(grid, a, stream, groups)
+    : two  ? launch_one<S, 64, 2, 1>(grid, a, stream, groups)
+           : launch_one<S, 64, 1, 1>(grid, a, stream, groups);
 }
 
 template <class F>
 void launch(const TilePlan& p, const QuantMatrix& w, const __half* x, const TileOutput& out,
             cudaStream_t stream) {
-  const TileArgs a{w, x, out, p.chunks_per_split};
+  const TileArgs a{w, x, out, p.chunks_per_split, 0x64646464u};
   const int n = tokens_per_block(out.T);
   if (p.shape == 1)
     launch_shape<Narrow<F>>(p, a, stream, n);
   else
     launch_shape<Chosen<F>>(p, a, stream, n);
+}
+
+// One launch per block shape: the members planned for it, longest splits first (their blocks
+// start first, and the short ones fill the last wave).
+template <class F>
+void launch_group(const TilePlan* plans, const QuantMatrix* ws, const TileOutput* outs, int n,
+                  const __half* x, cudaStream_t stream) {
+  for (int shape = 0; shape < 2; ++shape) {
+    int order[kMaxGroupMatrices];
+    int members = 0;
+    for (int j = 0; j < n; ++j)
+      if (plans[j].shape == shape) order[members++] = j;
+    if (members == 0) continue;
+    std::stable_sort(order, order + members, [&](int a, int b) {
+      return plans[a].chunks_per_split > plans[b].chunks_per_split;
+    });
+    MatrixGroup g{};
+    int splits[kMaxGroupMatrices];
+    for (int k = 0; k < members; ++k) {
+      const int j = order[k];
+      g.w[k] = ws[j];
+      g.out[k] = outs[j];
+      g.chunks_per_split[k] = plans[j].chunks_per_split;
+      g.row_blocks[k] = plans[j].row_blocks;
+      splits[k] = plans[j].splits;
+    }
+    const unsigned blocks = lay_out_group(g.row_blocks, splits, members, g.first_block);
+    g.n = members;
+    const int j0 = order[0];
+    TilePlan p = plans[j0];
+    p.row_blocks = blocks;  // grid x: every member's row blocks and splits
+    p.splits = 1;
+    const TileArgs a{ws[j0], x, outs[j0], plans[j0].chunks_per_split, 0x64646464u};
+    const int tokens = tokens_per_block(outs[j0].T);
+    if (shape == 1)
+      launch_shape<Narrow<F>>(p, a, stream, tokens, g);
+    else
+      launch_shape<Chosen<F>>(p, a, stream, tokens, g);
+  }
 }
 
 template <class F>
@@ -638,7 +755,7 @@ void launch_experts(const TilePlan& plan, const QuantMatrix& w, const __half* x,
   p.row_blocks = blocks_for(w.rows, Chosen<F>::kRows);
   p.splits = 1;
   p.chunks_per_split = static_cast<int>(w.nb);
-  const TileArgs a{w, x, out, p.chunks_per_split};
+  const TileArgs a{w, x, out, p.chunks_per_split, 0x64646464u};
   launch_shape<Chosen<F>>(p, a, stream, tokens_per_block, tiles);
 }
 
@@ -683,6 +800,15 @@ void tile_pipelined_launch(DType type, const TilePlan& p, const QuantMatrix& w, 
     launch<Q6kFormat>(p, w, x, out, stream);
   else
     launch<Q4kFormat>(p, w, x, out, stream);
+}
+
+void tile_pipelined_launch_group(DType type, const TilePlan* plans, const QuantMatrix* ws,
+                                 const TileOutput* outs, int n, const __half* x,
+                                 cudaStream_t stream) {
+  if (type == DType::Q6_K)
+    launch_group<Q6kFormat>(plans, ws, outs, n, x, stream);
+  else
+    launch_group<Q4kFormat>(plans, ws, outs, n, x, stream);
 }
 
 void tile_pipelined_launch_experts(DType type, const TilePlan& plan, const QuantMatrix& w,

@@ -23,6 +23,11 @@ size_t tile_pipelined_counters(DType type, int64_t rows, int64_t T);
 // y = x * W^T for W of a ready type; x is [T, cols] half, scaled per token as for tile_mma.
 void tile_pipelined_launch(DType type, const TilePlan& plan, const QuantMatrix& w, const __half* x,
                            const TileOutput& out, cudaStream_t stream);
+// The products of one input through n <= kMaxGroupMatrices matrices of `type`, each with its
+// plan and output: one launch per block shape among the plans (MatrixGroup).
+void tile_pipelined_launch_group(DType type, const TilePlan* plans, const QuantMatrix* ws,
+                                 const TileOutput* outs, int n, const __half* x,
+                                 cudaStream_t stream);
 // The same for each expert of `tiles` (tile_matmul_experts, quant_kernels.h): plan gives the
 // token blocks, out.T the most rows of an expert.
 void tile_pipelined_launch_experts(DType type, const TilePlan& plan, const QuantMatrix& w,

@@ -285,11 +285,12 @@ const QuantCase& case_of(DType type) {
   throw Error("no test case for the type");
 }
 
-// The Q4_K tile product's block shapes (128 or 96 rows) and token warps (one or two per 16
-// rows), each forced through the environment read when a backend is made: every form gives
-// the products of the 128-row, one-token-warp form, bit for bit where the column splits are
-// the same, else within float32 rounding of the split sums. 1000 rows end inside a block of
-// either shape.
+// The Q4_K tile product's block shapes (128 or 96 rows), token warps (one or two per 16 rows)
+// and k slices (two warps per 16 rows, each with half of a chunk's values), each forced
+// through the environment read when a backend is made: every form gives the products of the
+// 128-row, one-token-warp form, bit for bit where the column splits are the same and a chunk
+// is one warp's, else within float32 rounding of the split sums. 1000 rows end inside a block
+// of either shape.
 TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
   const QuantCase& c = case_of(DType::Q4_K);
   const int64_t rows = 1000, cols = 2048;
@@ -300,15 +301,19 @@ TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
   std::vector<float> x(static_cast<size_t>(64 * cols));
   for (float& v : x) v = u(rng);
   struct Form {
-    const char *rows, *token_warps;
+    const char *rows, *token_warps, *k_slices;
   };
-  const Form forms[] = {{"128", "1"}, {"128", "2"}, {"96", "1"}, {"96", "2"}, {"0", "2"}};
-  const testing::RestoreEnv restore{"HOSTLM_CUDA_TILE_ROWS", "HOSTLM_CUDA_TILE_TOKEN_WARPS"};
+  const Form forms[] = {{"128", "1", ""},       {"128", "2", ""}, {"96", "1", ""},
+                        {"96", "2", ""},        {"0", "2", ""},   {"128", "1", "16,32,64"},
+                        {"96", "1", "16,32,64"}};
+  const testing::RestoreEnv restore{"HOSTLM_CUDA_TILE_ROWS", "HOSTLM_CUDA_TILE_TOKEN_WARPS",
+                                    "HOSTLM_CUDA_TILE_K_SLICES"};
   std::vector<std::vector<std::vector<float>>> y;  // [form][T]
   const int64_t token_counts[] = {7, 16, 20, 33, 64};
   for (const Form& f : forms) {
     setenv("HOSTLM_CUDA_TILE_ROWS", f.rows, 1);
     setenv("HOSTLM_CUDA_TILE_TOKEN_WARPS", f.token_warps, 1);
+    setenv("HOSTLM_CUDA_TILE_K_SLICES", f.k_slices, 1);
     std::string why;
     std::unique_ptr<Backend> gpu = testing::cuda_backend_or_reason(why);
     ASSERT_NE(gpu, nullptr) << why;
@@ -329,8 +334,10 @@ TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
     for (float v : ref) scale = std::max(scale, std::fabs(v));
     for (size_t f = 1; f < std::size(forms); ++f) {
       const std::string what = std::string("rows ") + forms[f].rows + ", token warps " +
-                               forms[f].token_warps + ", T=" + std::to_string(token_counts[k]);
-      if (std::string(forms[f].rows) == "128") {  // the same splits: the same sums
+                               forms[f].token_warps + ", k slices " + forms[f].k_slices +
+                               ", T=" + std::to_string(token_counts[k]);
+      // The same splits and each chunk's values in one warp: the same sums.
+      if (std::string(forms[f].rows) == "128" && forms[f].k_slices[0] == '\0') {
         EXPECT_EQ(0, std::memcmp(ref.data(), y[f][k].data(), ref.size() * 4)) << what;
       }
       for (size_t i = 0; i < ref.size(); ++i)
@@ -602,13 +609,16 @@ TEST_F(CudaQuant, ProducedQuantizedInputEqualsQuantizingAfterwards) {
 }
 
 // Matrices that read the same input (decode: one launch per type) give the bits of one
-// matmul each: three Q4_K of different heights with a Q6_K among them, at every GEMV token
-// count, and past the GEMV (one matmul each).
+// matmul each: Q4_K and Q6_K matrices of different heights, at every GEMV token count and at
+// tile products' (one launch per type and block shape, each matrix with its own plan).
 TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
   const int64_t cols = 512;
   std::mt19937 rng(7);
-  const std::pair<DType, int64_t> shapes[] = {
-      {DType::Q4_K, 300}, {DType::Q6_K, 19}, {DType::Q4_K, 67}, {DType::Q4_K, 32}};
+  // Row counts that take one block and several, split and not, and (12,288) the narrow
+  // block shape of the pipelined tile kernel beside the wide one in one group.
+  const std::pair<DType, int64_t> shapes[] = {{DType::Q4_K, 300}, {DType::Q6_K, 19},
+                                              {DType::Q4_K, 67},  {DType::Q4_K, 32},
+                                              {DType::Q6_K, 700}, {DType::Q4_K, 12288}};
   std::vector<Weight> ws;
   for (auto [type, rows] : shapes) {
     const QuantCase& c = case_of(type);
@@ -617,7 +627,7 @@ TEST_F(CudaQuant, SameInputGroupEqualsOneMatmulEach) {
     ws.push_back(gpu_->load_weight(view_of("group.weight", type, rows, cols, blocks)));
   }
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (int64_t T : {1, 2, 3, 5, 6, 7, 20}) {
+  for (int64_t T : {1, 2, 3, 5, 6, 7, 20, 33, 64}) {
     std::vector<float> x(static_cast<size_t>(T * cols));
     for (float& v : x) v = u(rng);
     auto xd = gpu_->alloc(x.size());

@@ -52,7 +52,8 @@ struct EngineOptions {
   bool log_memory = true;            // print the memory plan to stderr at construction
   // On a GPU backend, run one prefill chunk and two decode steps on a scratch sequence at
   // construction, so that the first request does not pay one-time costs (kernel loading,
-  // library set-up, the first recorded step): its time to first token is then typical.
+  // library set-up, the first recorded step): its time to first token is then typical. A
+  // model with layers or experts on the CPU gets a 32-token prompt instead of a chunk.
   bool warm_up = true;
   // Requests whose sampler reads only the best few logits (top-k sampling without a grammar,
   // bias or penalty, up to 256) get only those from the model: k values and ids a row instead

@@ -96,6 +96,8 @@ class LogitsRows {
 // The running requests' best logits (values and ids), kMaxBestLogits per running-state slot,
 // page-locked like LogitsRows.
 constexpr int32_t kMaxBestLogits = 256;
+// Prompt tokens of the warm-up of a model split with the CPU (see warm_up).
+constexpr int64_t kShortWarmUp = 32;
 class BestLogitsRows {
  public:
   BestLogitsRows(Backend& backend, int64_t rows)
@@ -196,7 +198,13 @@ struct Engine::Impl {
   // they hold it: a sequence of its own would hold a second set of recurrent states (48 MiB on
   // the 9B) and KV pages on the GPU for a moment, above what the engine keeps.
   void warm_up() {
-    const int64_t prompt = std::min(options.prefill_chunk, model.max_batch_tokens());
+    // A model with layers or experts on the CPU warms up with a short prompt: a whole chunk
+    // through the CPU's share could take many seconds at load (about 40 s for the 35B-A3B
+    // with every layer's experts on this project's 2-core machine, from its CPU pp64 rate).
+    const ModelInfo& info = model.info();
+    const int64_t chunk =
+        info.host_layers > 0 || info.host_moe_layers > 0 ? kShortWarmUp : options.prefill_chunk;
+    const int64_t prompt = std::min(chunk, model.max_batch_tokens());
     std::unique_ptr<Sequence> seq;
     if (auto pooled = std::make_unique<KvSequence>(*pool, *running_slots, prompt + 2);
         pooled->reserve(pages_for(prompt + 2)))

@@ -7,8 +7,10 @@
 // recorded. On a GPU: tests/backends/cuda/logits_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "host/engine/engine_support.h"
@@ -34,6 +36,19 @@ class CountingCpu final : public testing::ForwardingBackend {
   void issue(std::function<void()> op) override {
     ++ops;
     op();
+  }
+};
+
+// A device that says it is not the CPU (the engine warms such a backend up) and records the
+// longest product it was given.
+class NamedDevice final : public testing::ForwardingBackend {
+ public:
+  explicit NamedDevice(Backend& cpu) : ForwardingBackend(cpu) {}
+  int64_t longest = 0;
+  std::string name() const override { return "device-stand-in"; }
+  void matmul(const Weight& w, const float* x, int64_t T, float* y) override {
+    longest = std::max(longest, T);
+    ForwardingBackend::matmul(w, x, T, y);
   }
 };
 
@@ -126,6 +141,22 @@ TEST_F(CpuMoe, StepsThatCrossAreNotRecorded) {
   auto resident = load(routing, 0);
   run(*resident);
   EXPECT_GT(routing.recorded_steps, 0) << "the count checks nothing";
+}
+
+// The engine's warm-up at construction takes a whole prefill chunk on a GPU, but only a short
+// prompt when part of the model runs on the CPU.
+TEST_F(CpuMoe, WarmUpIsShortWithExpertsOnTheHost) {
+  EngineOptions options = testing::quiet_options();
+  options.max_sequences = 2;
+  NamedDevice named(*device);
+  auto resident = load(named, 0);
+  { Engine engine(*resident, options); }
+  EXPECT_EQ(named.longest, 64);  // the model's batch limit, below the default chunk
+  named.longest = 0;
+  auto split = load(named, 1);
+  { Engine engine(*split, options); }
+  EXPECT_GT(named.longest, 1);
+  EXPECT_LE(named.longest, 32);
 }
 
 TEST_F(CpuMoe, EngineGivesTheWholeModelsTokens) {

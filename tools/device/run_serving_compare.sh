@@ -89,11 +89,14 @@ wait_ready "http://127.0.0.1:$port/v1/models" "$results/hostlm-serve.log"
   --json "$results/hostlm.json" --prefix-json "$results/hostlm-prefix.json" |
   tee "$results/hostlm.md"
 # The engine's step counters (hostlm_step_*): what the accelerator waited per step for the host.
-curl -sf "http://127.0.0.1:$port/metrics" > "$results/hostlm-metrics.txt" || true
-python3 - "$results/hostlm-metrics.txt" <<'PY' || true
-import sys
+# (Python, not curl: the device machines' curl breaks on the libcurl that LD_LIBRARY_PATH
+# puts first for hostlm.)
+python3 - "http://127.0.0.1:$port/metrics" "$results/hostlm-metrics.txt" <<'PY' || true
+import sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+open(sys.argv[2], "w").write(text)
 m = {}
-for line in open(sys.argv[1]):
+for line in text.splitlines():
     parts = line.split()
     if len(parts) == 2 and not line.startswith("#"):
         m[parts[0]] = float(parts[1])

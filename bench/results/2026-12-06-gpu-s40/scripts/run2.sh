@@ -14,7 +14,7 @@ make_file 35b-q4km 35b-a3b Q4_K_M
 {
 nproc; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 wait_file 9b-q4km 240
-for v in "M $M" "M-ks32 $M HOSTLM_CUDA_TILE_K_SLICES=32" "M $M"; do
+for v in "M $M" "M $M"; do
   set -- $v
   el "9B 32, 64 streams, $1 $3"
   with_build $2 $3 timeout 40 $2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Session 40, second call: build M (main after the merge: .devcarry/h200-b.tar.xz, paths
 # build-h200-b/) alone. The 9B at 32 / 64 streams through the engine, then `hostlm serve`
-# through its HTTP API at 1 / 8 / 32 / 64 streams and the cached 8K prefix with the step
+# through its HTTP API at 32 / 64 streams and the cached 8K prefix with the step
 # counters (/metrics: time per step inside and outside the forward pass), then the 35B-A3B
-# Q4_K_M shapes with every expert on the GPU, the first 20 layers' experts on the CPU
-# (--n-cpu-moe 20) and all of them (--cpu-moe).
+# Q4_K_M shapes with every expert on the GPU and all of them on the CPU (--cpu-moe).
 source bench/results/2026-12-05-h200-s37/scripts/env.sh
 tar xJf .devcarry/h200-b.tar.xz; M=$R/build-h200-b
 echo "{\"source_dir\": \"$R\"}" > $M/hostlm-build-tree.json
@@ -19,15 +18,15 @@ for v in "M $M" "M $M"; do
   el "9B 32, 64 streams, $1 $3"
   with_build $2 $3 timeout 40 $2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
 done
-el "hostlm serve alone, 1/8/32/64 streams and the cached 8K prefix"
-STREAMS=1,8,32,64 PREFIX_TTFT=8192 PREFIX_NEW=32 VOCAB=240000 RESULTS=$OUT/serving \
-  timeout 200 bash tools/device/run_serving_compare.sh $W/9b-q4km.gguf $M > $OUT/serving-log.txt 2>&1
+el "hostlm serve alone, 32/64 streams and the cached 8K prefix"
+STREAMS=32,64 PREFIX_TTFT=8192 PREFIX_NEW=32 VOCAB=240000 RESULTS=$OUT/serving \
+  timeout 150 bash tools/device/run_serving_compare.sh $W/9b-q4km.gguf $M > $OUT/serving-log.txt 2>&1
 echo "serve rc $?"
 grep -E "^\| hostlm|hostlm steps" $OUT/serving-log.txt
 wait_file 35b-q4km 200
-for moe in "" "--n-cpu-moe 20" "--cpu-moe"; do
+for moe in "" "--cpu-moe"; do
   el "35B-A3B pp512, tg128 $moe"
-  with_build $M timeout 120 $M/bin/hostlm bench $W/35b-q4km.gguf --backend cuda -p 512 -n 128 -r 2 $moe 2>&1 | grep -E "^\| qwen|rror|on the CPU" | tr -s ' ' | cut -c1-200
+  with_build $M timeout 120 $M/bin/hostlm bench $W/35b-q4km.gguf --backend cuda -p 512 -n 128 -r 1 $moe 2>&1 | grep -E "^\| qwen|rror|on the CPU" | tr -s ' ' | cut -c1-200
 done
 el done
 } 2>&1 | tee $OUT/run2.txt | cut -c1-250

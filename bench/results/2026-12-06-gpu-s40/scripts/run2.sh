@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 40, second call: build M (main after the merge: .devcarry/h200-b.tar.xz, paths
-# build-h200-b/) alone. The 9B at 32 / 64 streams through the engine, then `hostlm serve`
+# build-h200-b/) alone: `hostlm serve`
 # through its HTTP API at 32 / 64 streams and the cached 8K prefix with the step
 # counters (/metrics: time per step inside and outside the forward pass), then the 35B-A3B
 # Q4_K_M shapes with every expert on the GPU and all of them on the CPU (--cpu-moe).
@@ -13,11 +13,6 @@ make_file 35b-q4km 35b-a3b Q4_K_M
 {
 nproc; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 wait_file 9b-q4km 240
-for v in "M $M" "M $M"; do
-  set -- $v
-  el "9B 32, 64 streams, $1 $3"
-  with_build $2 $3 timeout 40 $2/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 32,64 -p 512 -n 128 2>&1 | grep -E "^\| qwen|rror" | tr -s ' ' | cut -c1-160
-done
 el "hostlm serve alone, 32/64 streams and the cached 8K prefix"
 STREAMS=32,64 PREFIX_TTFT=8192 PREFIX_NEW=32 VOCAB=240000 RESULTS=$OUT/serving \
   timeout 150 bash tools/device/run_serving_compare.sh $W/9b-q4km.gguf $M > $OUT/serving-log.txt 2>&1

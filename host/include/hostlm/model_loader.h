@@ -59,6 +59,10 @@ struct ModelLoadOptions {
   int64_t max_sequences = 0;
 };
 
+// What of a split model runs on the CPU, for messages: "layers 0-3 and the token embedding,
+// the experts of layers 4-9" (ModelInfo::host_layers, host_moe_layers); "" when nothing.
+std::string describe_cpu_share(int64_t host_layers, int64_t host_moe_layers);
+
 // Members are declared so that destruction runs model -> backend -> files.
 class LoadedModel {
  public:

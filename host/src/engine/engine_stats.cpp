@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "hostlm/model_loader.h"
+
 namespace hostlm {
 namespace {
 
@@ -53,17 +55,11 @@ std::string MemoryPlan::describe() const {
            " running + " + std::to_string(snapshot_slots) + " snapshots");
   line(out, "scratch", scratch_bytes, "activations of one forward pass");
   line(out, "total", total_bytes(), "");
-  if (host_layers > 0 || host_moe_layers > 0) {
-    std::string what;
-    if (host_layers > 0)
-      what = "layers 0-" + std::to_string(host_layers - 1) + " and the token embedding";
-    if (host_moe_layers > 0)
-      what += std::string(what.empty() ? "" : ", ") + "the experts of layers " +
-              std::to_string(host_layers) + "-" + std::to_string(host_layers + host_moe_layers - 1);
+  if (host_layers > 0 || host_moe_layers > 0)
     line(out, "  of which on the cpu", host_weight_bytes + host_kv_bytes + host_state_bytes,
-         what + ": weights " + human(host_weight_bytes) + ", KV " + human(host_kv_bytes) +
-             ", state " + human(host_state_bytes));
-  }
+         describe_cpu_share(host_layers, host_moe_layers) + ": weights " +
+             human(host_weight_bytes) + ", KV " + human(host_kv_bytes) + ", state " +
+             human(host_state_bytes));
   return out;
 }
 

@@ -34,6 +34,19 @@ OpenedModelFiles::OpenedModelFiles(const fs::path& path) {
   }
 }
 
+std::string describe_cpu_share(int64_t host_layers, int64_t host_moe_layers) {
+  const auto layers = [](int64_t first, int64_t n) {
+    return n == 1 ? "layer " + std::to_string(first)
+                  : "layers " + std::to_string(first) + "-" + std::to_string(first + n - 1);
+  };
+  std::string out;
+  if (host_layers > 0) out = layers(0, host_layers) + " and the token embedding";
+  if (host_moe_layers > 0)
+    out += std::string(out.empty() ? "" : ", ") + "the experts of " +
+           layers(host_layers, host_moe_layers);
+  return out;
+}
+
 LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
                          const ModelLoadOptions& options)
     : files_(path) {
@@ -90,13 +103,7 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   }
   char gib[32];
   std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(info.host_weight_bytes) / (1 << 30));
-  std::string on_cpu;
-  if (info.host_layers > 0)
-    on_cpu = "layers 0-" + std::to_string(info.host_layers - 1) + " and the token embedding";
-  if (info.host_moe_layers > 0)
-    on_cpu += std::string(on_cpu.empty() ? "" : ", ") + "the experts of layers " +
-              std::to_string(info.host_layers) + "-" +
-              std::to_string(info.host_layers + info.host_moe_layers - 1);
+  const std::string on_cpu = describe_cpu_share(info.host_layers, info.host_moe_layers);
   std::fprintf(stderr,
                "hostlm: %lld of %lld layers and the output head on %s; %s on the CPU (%s GiB of "
                "weights in host memory)\n",

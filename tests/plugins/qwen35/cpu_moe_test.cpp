@@ -15,6 +15,7 @@
 
 #include "host/engine/engine_support.h"
 #include "hostlm/engine.h"
+#include "hostlm/engine_stats.h"
 #include "hostlm/kv_cache.h"
 #include "hostlm/model_loader.h"
 #include "step_contract_support.h"
@@ -178,6 +179,22 @@ TEST_F(CpuMoe, EngineGivesTheWholeModelsTokens) {
     out.push_back(again.tokens);
   }
   EXPECT_EQ(want, got);
+}
+
+// The load line and the memory plan name what runs on the CPU.
+TEST(CpuShare, NamesTheLayersAndTheExperts) {
+  EXPECT_EQ(describe_cpu_share(0, 0), "");
+  EXPECT_EQ(describe_cpu_share(1, 0), "layer 0 and the token embedding");
+  EXPECT_EQ(describe_cpu_share(0, 3), "the experts of layers 0-2");
+  EXPECT_EQ(describe_cpu_share(2, 1), "layers 0-1 and the token embedding, the experts of layer 2");
+  MemoryPlan plan;
+  plan.host_moe_layers = 2;
+  plan.host_weight_bytes = 3 << 20;
+  const std::string text = plan.describe();
+  EXPECT_NE(text.find("of which on the cpu"), std::string::npos) << text;
+  EXPECT_NE(text.find("the experts of layers 0-1: weights 3"), std::string::npos) << text;
+  plan.host_moe_layers = 0;
+  EXPECT_EQ(plan.describe().find("of which on the cpu"), std::string::npos);
 }
 
 }  // namespace

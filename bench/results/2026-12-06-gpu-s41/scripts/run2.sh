@@ -20,5 +20,6 @@ for moe in "" "--n-cpu-moe 20" "--cpu-moe"; do
   el "35B-A3B pp512, tg128 $moe"
   timeout $(( $(left 580) / 2 )) $B/bin/hostlm bench $W/35b-q4km.gguf --backend cuda -p 512 -n 128 -r 2 $moe 2>&1 | grep -E "^\| qwen|rror|CPU|memory" | tr -s ' ' | cut -c1-200
 done
+source bench/results/2026-12-06-gpu-s41/scripts/tile_anatomy.sh
 el done
 } 2>&1 | tee $OUT/run2.txt | cut -c1-250

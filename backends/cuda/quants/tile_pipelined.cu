@@ -453,15 +453,19 @@ __device__ __forceinline__ void add_k_slices(const float (&acc)[kNW / 8][4], int
   };
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages
+  // Selects between indices known at compile time: acc[slice * kHalf + j] with slice known
+  // only at run time put the whole accumulator array in local memory (ptxas: a 128-byte stack
+  // frame at 64 tokens).
 #pragma unroll
   for (int j = 0; j < kHalf; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) share[at(slice, j, e)] = acc[(slice ^ 1) * kHalf + j][e];
+    for (int e = 0; e < 4; ++e) share[at(slice, j, e)] = slice ? acc[j][e] : acc[kHalf + j][e];
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kHalf; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) kept[j][e] = acc[slice * kHalf + j][e] + share[at(slice ^ 1, j, e)];
+    for (int e = 0; e < 4; ++e)
+      kept[j][e] = (slice ? acc[kHalf + j][e] : acc[j][e]) + share[at(slice ^ 1, j, e)];
 }
 
 // kTW token warps or kKS k-slice warps (at most one of them 2) for each 16 rows.
@@ -549,8 +553,8 @@ struct Readiness {
   bool ready = false;
   int only_rows = 0;  // rows_wanted()
   int resident[2][3] = {{1, 1, 1}, {1, 1, 1}};
-  int token_warps[3] = {1, 1, 1};
-  bool k_slices[3] = {false, false, false};
+  int token_warps[2][3] = {{1, 1, 1}, {1, 1, 1}};
+  bool k_slices[2][3] = {{false, false, false}, {false, false, false}};
 };
 
 template <class F>
@@ -575,15 +579,30 @@ int rows_wanted() {
   return env == nullptr ? 0 : std::atoi(env);
 }
 
-// Whether the bucket's blocks split each chunk between two warps per 16 rows
-// (HOSTLM_CUDA_TILE_K_SLICES names the buckets, e.g. "32,64"; it overrides token warps). Off
-// by default: on an H100 (session 40) the 9B's 64-stream step took 12.97 ms with them at 32
-// and 64 tokens against 12.22 ms with two token warps, and the 32-stream step no less.
-bool k_slices_wanted(int n_tokens) {
+// Whether the bucket's blocks of a shape (0: Chosen, 1: Narrow) split each chunk between two
+// warps per 16 rows. HOSTLM_CUDA_TILE_K_SLICES names the buckets, e.g. "32,64", each for both
+// shapes or, prefixed "w" or "n", for the wide or the narrow one alone ("32,n64"); it
+// overrides token warps. Off by default: on an H100 (session 40) the 9B's 64-stream step took
+// 12.97 ms with them at 32 and 64 tokens against 12.22 ms with two token warps, and the
+// 32-stream step no less. The wide shape's 64-token blocks with them are 16 warps held to 128
+// registers, under the 150 they need: ptxas spills (session 41).
+bool k_slices_wanted(int n_tokens, int shape) {
   const char* env = std::getenv("HOSTLM_CUDA_TILE_K_SLICES");
   if (env == nullptr) return false;
   const std::string list(env);
-  return list.find(std::to_string(n_tokens)) != std::string::npos;
+  for (size_t begin = 0; begin <= list.size();) {
+    size_t end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(begin, end - begin);
+    begin = end + 1;
+    int only = -1;
+    if (!item.empty() && (item[0] == 'w' || item[0] == 'n')) {
+      only = item[0] == 'w' ? 0 : 1;
+      item.erase(0, 1);
+    }
+    if (item == std::to_string(n_tokens) && (only < 0 || only == shape)) return true;
+  }
+  return false;
 }
 
 template <class S, int kN, int kTW, int kKS>
@@ -604,14 +623,14 @@ cudaError_t prepare_one(Readiness& c, int shape) {
     status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &blocks, tile_pipelined_kernel<S, kN, kTW, kKS>, S::threads(kTW * kKS), S::smem_bytes(kN));
   c.resident[shape][bucket(kN)] = blocks > 0 ? blocks : 1;
-  c.token_warps[bucket(kN)] = kTW;
-  c.k_slices[bucket(kN)] = kKS == 2;
+  c.token_warps[shape][bucket(kN)] = kTW;
+  c.k_slices[shape][bucket(kN)] = kKS == 2;
   return status;
 }
 
 template <class S, int kN>
 cudaError_t prepare_bucket(Readiness& c, int shape, int tw) {
-  if (k_slices_wanted(kN)) return prepare_one<S, kN, 1, 2>(c, shape);
+  if (k_slices_wanted(kN, shape)) return prepare_one<S, kN, 1, 2>(c, shape);
   return tw == 2 ? prepare_one<S, kN, 2, 1>(c, shape) : prepare_one<S, kN, 1, 1>(c, shape);
 }
 
@@ -685,7 +704,8 @@ void launch_shape(const TilePlan& p, const TileArgs& a, cudaStream_t stream, int
   const dim3 grid(p.row_blocks, p.token_blocks,
                   static_cast<unsigned>(G::kOn ? groups.n : p.splits));
   const Readiness& r = readiness<typename S::Format>();
-  const bool two = r.token_warps[bucket(n)] == 2, sliced = r.k_slices[bucket(n)];
+  const int shape = S::kWarpRows == Narrow<typename S::Format>::kWarpRows ? 1 : 0;
+  const bool two = r.token_warps[shape][bucket(n)] == 2, sliced = r.k_slices[shape][bucket(n)];
   if (n == 16)
     sliced ? launch_one<S, 16, 1, 2>(grid, a, stream, groups)
            : launch_one<S, 16, 1, 1>(grid, a, stream, groups);

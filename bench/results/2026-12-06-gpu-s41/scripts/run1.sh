@@ -2,7 +2,8 @@
 # Session 41, call 1: main at 71db349 (built here for sm_90, packed by tools/device/pack_build.sh)
 # on whatever card comes (the README's goals are the H200's):
 #  - 9B Q4_K_M, 64 streams (512-token prompts, 128 tokens each) with engine steps of 2,048
-#    (default), 4,096 and 8,192 tokens, two rounds, and each run's highest GPU memory sample;
+#    (default), 4,096 and 8,192 tokens, and each run's highest GPU memory sample;
+#  - k-slice warps again (kslices.sh);
 #  - the 27B Q8_0 beside llama.cpp at depth 0 and 65,536 (issue 5's one cell measured only on
 #    an H100 since session 36's split merge);
 #  - hostlm serve beside llama-server at 32 and 64 streams and the cached 8K prefix.
@@ -24,12 +25,11 @@ peak() {
 $B/bin/hostlm --version | head -1
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
 wait_file 9b-q4km 240
-for i in 1 2; do
-  for b in 2048 4096 8192; do
-    el "9B 64 streams, -b $b, round $i"
-    peak "b$b" bash -c "timeout 45 $B/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 -b $b 2>&1 | grep -E '^\| qwen|rror' | tr -s ' ' | cut -c1-160"
-  done
+for b in 2048 4096 8192; do
+  el "9B 64 streams, -b $b"
+  peak "b$b" bash -c "timeout 45 $B/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 -b $b 2>&1 | grep -E '^\\| qwen|rror' | tr -s ' ' | cut -c1-160"
 done
+source bench/results/2026-12-06-gpu-s41/scripts/kslices.sh
 wait_file 27b-q8 300; el "waiting for llama.cpp"; wait_llama
 el "27B Q8_0 beside llama.cpp"; compare 27b-q8 65536 $(( $(left 585) - 130 ))
 el "serving side by side"

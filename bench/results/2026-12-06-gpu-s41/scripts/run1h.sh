@@ -6,6 +6,7 @@
 #    each run's highest GPU memory sample;
 #  - the 35B-A3B Q4_K_M shapes: pp512 / tg128 with every expert on the GPU, --n-cpu-moe 20 and
 #    --cpu-moe (session 40's flags, first measured on a GPU here);
+#  - k-slice warps again (kslices.sh);
 #  - the 9B's 64-stream op profile.
 source bench/results/2026-12-06-gpu-s41/scripts/env.sh
 make_file 9b-q4km 9b Q4_K_M
@@ -28,6 +29,7 @@ for i in 1 2; do
     peak "b$b" bash -c "timeout 45 $B/bin/hostlm bench $W/9b-q4km.gguf --backend cuda --parallel 64 -p 512 -n 128 -b $b 2>&1 | grep -E '^\| qwen|rror' | tr -s ' ' | cut -c1-160"
   done
 done
+source bench/results/2026-12-06-gpu-s41/scripts/kslices.sh
 wait_file 35b-q4km 300
 for moe in "" "--n-cpu-moe 20" "--cpu-moe"; do
   el "35B-A3B pp512, tg128 $moe"

@@ -580,15 +580,17 @@ int rows_wanted() {
 }
 
 // Whether the bucket's blocks of a shape (0: Chosen, 1: Narrow) split each chunk between two
-// warps per 16 rows. HOSTLM_CUDA_TILE_K_SLICES names the buckets, e.g. "32,64", each for both
-// shapes or, prefixed "w" or "n", for the wide or the narrow one alone ("32,n64"); it
-// overrides token warps. Off by default: on an H100 (session 40) the 9B's 64-stream step took
-// 12.97 ms with them at 32 and 64 tokens against 12.22 ms with two token warps, and the
-// 32-stream step no less. The wide shape's 64-token blocks with them are 16 warps held to 128
-// registers, under the 150 they need: ptxas spills (session 41).
+// warps per 16 rows instead of its tokens. HOSTLM_CUDA_TILE_K_SLICES names the buckets (default
+// "16,32,64"; "0": none), each for both shapes or, prefixed "w" or "n", for the wide or the
+// narrow one alone ("32,n64"); it overrides token warps. On since session 41 (H100, 9B Q4_K_M,
+// engine): once their accumulators stayed in registers (session 40 measured them spilled:
+// 64-stream step 12.97 against 12.22 ms), the 64-stream step took 12.04-12.14 ms against
+// 12.35-12.39 without them, the 32-stream one 7.61-7.80 against 7.95-7.97, and 16 streams went
+// 1,852 -> 1,901-1,911 t/s with the 16-token bucket too. The wide shape's 64-token blocks are
+// 16 warps held to 128 registers, under the 150 they want: ptxas spills three words there.
 bool k_slices_wanted(int n_tokens, int shape) {
   const char* env = std::getenv("HOSTLM_CUDA_TILE_K_SLICES");
-  if (env == nullptr) return false;
+  if (env == nullptr) env = "16,32,64";
   const std::string list(env);
   for (size_t begin = 0; begin <= list.size();) {
     size_t end = list.find(',', begin);

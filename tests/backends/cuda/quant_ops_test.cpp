@@ -286,11 +286,11 @@ const QuantCase& case_of(DType type) {
 }
 
 // The Q4_K tile product's block shapes (128 or 96 rows), token warps (one or two per 16 rows)
-// and k slices (two warps per 16 rows, each with half of a chunk's values), each forced
-// through the environment read when a backend is made: every form gives the products of the
-// 128-row, one-token-warp form, bit for bit where the column splits are the same and a chunk
-// is one warp's, else within float32 rounding of the split sums. 1000 rows end inside a block
-// of either shape.
+// and k slices (two warps per 16 rows, each with half of a chunk's values; "n64": the 96-row
+// shape's 64-token blocks alone), each forced through the environment read when a backend is
+// made: every form gives the products of the 128-row, one-token-warp form, bit for bit where
+// the column splits are the same and a chunk is one warp's, else within float32 rounding of
+// the split sums. 1000 rows end inside a block of either shape.
 TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
   const QuantCase& c = case_of(DType::Q4_K);
   const int64_t rows = 1000, cols = 2048;
@@ -303,9 +303,9 @@ TEST_F(CudaQuant, Q4kTileShapesAndTokenWarpsGiveTheSameProducts) {
   struct Form {
     const char *rows, *token_warps, *k_slices;
   };
-  const Form forms[] = {{"128", "1", ""},       {"128", "2", ""}, {"96", "1", ""},
-                        {"96", "2", ""},        {"0", "2", ""},   {"128", "1", "16,32,64"},
-                        {"96", "1", "16,32,64"}};
+  const Form forms[] = {{"128", "1", ""},        {"128", "2", ""},    {"96", "1", ""},
+                        {"96", "2", ""},         {"0", "2", ""},      {"128", "1", "16,32,64"},
+                        {"96", "1", "16,32,64"}, {"0", "2", "32,n64"}};
   const testing::RestoreEnv restore{"HOSTLM_CUDA_TILE_ROWS", "HOSTLM_CUDA_TILE_TOKEN_WARPS",
                                     "HOSTLM_CUDA_TILE_K_SLICES"};
   std::vector<std::vector<std::vector<float>>> y;  // [form][T]

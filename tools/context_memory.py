@@ -16,8 +16,8 @@ when the running contexts hold 65,536 tokens or more) for the prefix cache; recu
 state for the P running sequences plus max(2, min(4P, 1 GiB / state)) prefix-cache
 snapshots (2P instead of 4P on a GPU when N is 65,536 or more); and the activations of one
 step of B tokens, 4 bytes x (4 B W + 3 B H + min(P, 64) V), W the widest projection (B is 256
-on the CPU; on a GPU 2048, or 512 when N is 65,536 or more; the logits buffer has a row per
-sequence decoded together).
+on the CPU; on a GPU 2048, or 512 when N is 65,536 or more, else 4096 when P is 32 or more; the
+logits buffer has a row per sequence decoded together).
 
     python3 tools/context_memory.py              # the README table (F16 KV, one sequence)
     python3 tools/context_memory.py --plan 27b --ctx 262144 [--type Q4_K_M] [--parallel 1] \\
@@ -58,6 +58,8 @@ PAGE_TOKENS = 32
 SERVE_BATCH = 256  # hostlm serve's tokens per step on the CPU (ModelLoadOptions::max_batch)
 SERVE_BATCH_GPU = 2048  # and on a GPU backend
 SERVE_BATCH_GPU_LONG = 512  # on a GPU backend for windows of LONG_WINDOW_TOKENS or more
+SERVE_BATCH_GPU_MANY = 4096  # on a GPU backend for MANY_SEQUENCES or more (shorter windows)
+MANY_SEQUENCES = 32  # kManySequences (host/include/hostlm/model_loader.h)
 LONG_WINDOW_TOKENS = 65536  # kLongWindowTokens (plugin_api.h)
 NO_RESERVE_TOKENS = 65536  # a GPU's running contexts from which the cache gets no reserve
 KV_BYTES = {"F16": 2.0, "Q8_0": 34 / 32, "F32": 4.0}
@@ -105,7 +107,8 @@ def recurrent_bytes(f):
 def serve_plan(f, weights, ctx, parallel=1, kv="F16", gpu=False):
     """The plan hostlm's engine makes (host/src/engine/memory_plan.cpp), in bytes."""
     batch = (SERVE_BATCH if not gpu else
-             SERVE_BATCH_GPU_LONG if ctx >= LONG_WINDOW_TOKENS else SERVE_BATCH_GPU)
+             SERVE_BATCH_GPU_LONG if ctx >= LONG_WINDOW_TOKENS else
+             SERVE_BATCH_GPU_MANY if parallel >= MANY_SEQUENCES else SERVE_BATCH_GPU)
     page = int(kv_bytes_per_token(f, kv) * PAGE_TOKENS)
     running = parallel * -(-ctx // PAGE_TOKENS)
     no_reserve = gpu and running * PAGE_TOKENS >= NO_RESERVE_TOKENS

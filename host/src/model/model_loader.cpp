@@ -65,10 +65,11 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
   backend_ = create_backend(backend);
   backend_->set_threads(options.threads);
   LoadOptions load;
-  load.max_batch = options.max_batch > 0                  ? options.max_batch
-                   : backend_->name() == "cpu"            ? 256
-                   : options.context >= kLongWindowTokens ? 512
-                                                          : 2048;
+  load.max_batch = options.max_batch > 0                     ? options.max_batch
+                   : backend_->name() == "cpu"               ? 256
+                   : options.context >= kLongWindowTokens    ? 512
+                   : options.max_sequences >= kManySequences ? 4096
+                                                             : 2048;
   load.max_sequences = std::max<int64_t>(0, options.max_sequences);
   if (options.cpu_moe_layers < -1)
     throw Error("cpu moe layers: " + std::to_string(options.cpu_moe_layers) +

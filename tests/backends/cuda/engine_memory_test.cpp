@@ -50,22 +50,27 @@ TEST(CudaEngineMemory, LongWindowsHaveNoCacheReserveAndStillReusePrefixes) {
 }
 
 // The default prefill step on a GPU: 2048 tokens, 512 (llama.cpp's micro-batch) for a long
-// window, whatever the caller gives wins.
+// window, 4096 for kManySequences or more sequences with shorter windows; whatever the caller
+// gives wins.
 TEST(CudaEngineMemory, LongWindowsGetShorterPrefillStepsByDefault) {
   std::string why;
   if (!testing::cuda_backend_or_reason(why)) GTEST_SKIP() << "no usable CUDA backend: " << why;
   PluginRegistry registry;
   struct Case {
-    int64_t context, max_batch, expected;
+    int64_t context, max_batch, sequences, expected;
   };
-  for (const Case c : {Case{0, 0, 2048}, Case{32768, 0, 2048}, Case{kLongWindowTokens, 0, 512},
-                       Case{262144, 0, 512}, Case{262144, 2048, 2048}}) {
+  for (const Case c :
+       {Case{0, 0, 0, 2048}, Case{32768, 0, 1, 2048}, Case{kLongWindowTokens, 0, 1, 512},
+        Case{262144, 0, 1, 512}, Case{262144, 2048, 1, 2048},
+        Case{4096, 0, kManySequences - 1, 2048}, Case{4096, 0, kManySequences, 4096},
+        Case{kLongWindowTokens, 0, 64, 512}, Case{4096, 2048, 64, 2048}}) {
     SCOPED_TRACE("context " + std::to_string(c.context) + ", max_batch " +
-                 std::to_string(c.max_batch));
+                 std::to_string(c.max_batch) + ", sequences " + std::to_string(c.sequences));
     ModelLoadOptions options;
     options.backend = "cuda";
     options.context = c.context;
     options.max_batch = c.max_batch;
+    options.max_sequences = c.sequences;
     LoadedModel loaded(registry, testing::tiny_model_dir(), options);
     EXPECT_EQ(loaded.model().max_batch_tokens(), c.expected);
   }

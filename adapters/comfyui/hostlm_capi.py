@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import HostLMError
 
-C_API_VERSION = 4  # HOSTLM_C_API_VERSION this binding was written for
+C_API_VERSION = 5  # HOSTLM_C_API_VERSION this binding was written for
 
 HOSTLM_TEXT_REASONING = 1
 _DONE_REASONS = {0: "stop", 1: "length", 2: "cancelled"}
@@ -33,6 +33,7 @@ class _ModelParams(ctypes.Structure):
         ("kv_cache_mib", ctypes.c_int64),
         ("gpu_layers", ctypes.c_int32),
         ("cpu_moe_layers", ctypes.c_int32),
+        ("state_type", ctypes.c_char_p),
     ]
 
 
@@ -196,9 +197,10 @@ class CModel:
     """One loaded model of the C API. close() frees it; calls after close() fail cleanly."""
 
     def __init__(self, path, backend="auto", threads=0, context=4096, max_sequences=None,
-                 gpu_layers=-1, cpu_moe_layers=0):
+                 gpu_layers=-1, cpu_moe_layers=0, state_type="f32"):
         self._lib = load_library()
         params = self._lib.hostlm_model_default_params()
+        params.state_type = state_type.encode()
         params.backend = backend.encode()
         params.threads = threads
         params.gpu_layers = gpu_layers

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "hostlm/half.h"
+
 namespace hostlm::cpu {
 namespace {
 
@@ -20,6 +22,32 @@ Dims dims_of(const Backend::DeltaRuleShape& sh) {
           1.f / std::sqrt(static_cast<float>(sh.dk))};
 }
 
+// A state stored as 16-bit values (DeltaRuleShape::state F16 or BF16) is worked on in float32:
+// a head's values are widened into a scratch copy before its tokens and narrowed back after,
+// rounding to nearest even as the CUDA kernels do. F16 saturates at its largest finite value
+// instead of overflowing to infinity, which would turn the next step's products into NaNs.
+constexpr float kF16Max = 65504.f;
+void widen_state(DType type, const float* stored, int64_t head_values, float* to) {
+  const auto* h = reinterpret_cast<const uint16_t*>(stored);
+  if (type == DType::F16)
+    for (int64_t i = 0; i < head_values; ++i) to[i] = f16_to_f32(h[i]);
+  else
+    for (int64_t i = 0; i < head_values; ++i) to[i] = bf16_to_f32(h[i]);
+}
+void narrow_state(DType type, const float* from, int64_t head_values, float* stored) {
+  auto* h = reinterpret_cast<uint16_t*>(stored);
+  if (type == DType::F16)
+    for (int64_t i = 0; i < head_values; ++i)
+      h[i] = f32_to_f16(std::clamp(from[i], -kF16Max, kF16Max));
+  else
+    for (int64_t i = 0; i < head_values; ++i) h[i] = f32_to_bf16(from[i]);
+}
+// Where head j's state starts: j * head_values elements of the stored type.
+float* head_state(const DeltaRuleArgs& a, int64_t j, int64_t head_values) {
+  if (a.shape.state == DType::F32) return a.state + j * head_values;
+  return reinterpret_cast<float*>(reinterpret_cast<uint16_t*>(a.state) + j * head_values);
+}
+
 // Token by token, straight from the recurrence of spec 2.5.
 void reference_heads(const DeltaRuleArgs& a, int64_t j0, int64_t j1) {
   const Backend::DeltaRuleShape& sh = a.shape;
@@ -28,9 +56,18 @@ void reference_heads(const DeltaRuleArgs& a, int64_t j0, int64_t j1) {
   if (qk.size() < static_cast<size_t>(2 * sh.dk)) qk.resize(static_cast<size_t>(2 * sh.dk));
   float* qn = qk.data();
   float* kn = qk.data() + sh.dk;
+  const int64_t head_values = sh.dv * sh.dk;
+  thread_local std::vector<float> wide;
+  if (sh.state != DType::F32 && wide.size() < static_cast<size_t>(head_values))
+    wide.resize(static_cast<size_t>(head_values));
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t kh = j % sh.n_k_heads;
-    float* S = a.state + j * sh.dv * sh.dk;  // row c holds S[:, c], contiguous over k
+    float* stored = head_state(a, j, head_values);
+    float* S = stored;  // row c holds S[:, c], contiguous over k
+    if (sh.state != DType::F32) {
+      S = wide.data();
+      widen_state(sh.state, stored, head_values, S);
+    }
     for (int64_t t = 0; t < a.T; ++t) {
       const float* q = a.qkv + t * dm.row + kh * sh.dk;
       const float* k = a.qkv + t * dm.row + dm.key_dim + kh * sh.dk;
@@ -66,6 +103,7 @@ void reference_heads(const DeltaRuleArgs& a, int64_t j0, int64_t j1) {
         o[c] = acc;
       }
     }
+    if (sh.state != DType::F32) narrow_state(sh.state, S, head_values, stored);
   }
 }
 
@@ -113,12 +151,16 @@ void simd_heads(const DeltaRuleArgs& a, int64_t j0, int64_t j1, DeltaIsa isa) {
   const int64_t out_stride = sh.n_v_heads * dv;
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t kh = j % sh.n_k_heads;
-    float* state = a.state + j * dv * dk;
+    float* state = head_state(a, j, dv * dk);
     // A state that does not start on a cache line is worked on in a copy that does, when
-    // enough tokens pay for the copy.
-    const bool copy = align_up(state) != state && a.T >= kCopyMinTokens;
+    // enough tokens pay for the copy; a 16-bit state always in a widened copy.
+    const bool wide = sh.state != DType::F32;
+    const bool copy = wide || (align_up(state) != state && a.T >= kCopyMinTokens);
     float* S = copy ? aligned_state : state;
-    if (copy) std::copy(state, state + dv * dk, S);
+    if (wide)
+      widen_state(sh.state, state, dv * dk, S);
+    else if (copy)
+      std::copy(state, state + dv * dk, S);
     for (int64_t t0 = 0; t0 < a.T; t0 += kDeltaChunk) {
       const int64_t n = std::min(kDeltaChunk, a.T - t0);
       for (int64_t t = 0; t < n; ++t) {
@@ -145,7 +187,10 @@ void simd_heads(const DeltaRuleArgs& a, int64_t j0, int64_t j1, DeltaIsa isa) {
       for (int64_t t = 0; t < n; ++t)
         std::copy(oc + t * dv, oc + (t + 1) * dv, a.out + (t0 + t) * out_stride + j * dv);
     }
-    if (copy) std::copy(S, S + dv * dk, state);
+    if (wide)
+      narrow_state(sh.state, S, dv * dk, state);
+    else if (copy)
+      std::copy(S, S + dv * dk, state);
   }
 }
 

@@ -37,7 +37,7 @@ struct DeltaRuleArgs {
   const float* dt_bias;   // [n_v_heads]
   int64_t T;
   Backend::DeltaRuleShape shape;
-  float* state;  // [n_v_heads, dv, dk], updated in place
+  float* state;  // [n_v_heads, dv, dk] of shape.state (16-bit values work in a widened copy)
   float* out;    // [T, n_v_heads * dv]
 };
 

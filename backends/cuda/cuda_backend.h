@@ -205,7 +205,7 @@ class CudaBackend final : public Backend {
   bool chunked_fits(int64_t dk);
   void delta_rule_chunked(const cuda::RecurrentSeqs& seqs, const float* qkv, const float* alpha,
                           const float* beta_raw, const float* a_neg, const float* dt_bias,
-                          const DeltaRuleShape& sh, float* out);
+                          const DeltaRuleShape& sh, StateType state_type, float* out);
   // Calls fn(table, largest T) for the sequences in groups of one launch's table size.
   template <typename Fn>
   static void for_each_group(std::span<const SequenceSlice> seqs, Fn&& fn) {

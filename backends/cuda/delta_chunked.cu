@@ -84,7 +84,8 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
                                      int64_t dk, int64_t dv, float* out, float* scratch,
-                                     size_t scratch_floats, bool stage, cudaStream_t stream) {
+                                     size_t scratch_floats, bool stage, cudaStream_t stream,
+                                     StateType state_type) {
   if (dk < 1 || dk > kDeltaChunkedMaxDk || n_k_heads < 1 || n_v_heads < 1 || n_v_heads > 65535 ||
       dv < 1 || dv > int64_t{65535} * chunked::kCols || seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
@@ -101,7 +102,8 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
                            static_cast<int>(dk),
                            static_cast<int>(dv),
                            out,
-                           scratch};
+                           scratch,
+                           state_type};
   const size_t slots = scratch_floats / delta_chunked_slot_floats(n_v_heads);
   const int capacity = static_cast<int>(slots < (1u << 30) ? slots : (1u << 30));
   const size_t prep_bytes = static_cast<size_t>(chunked::prep_floats(args.dk)) * 4;

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "cuda/quants/portable.h"
+#include "cuda/state_values.h"
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
@@ -53,7 +54,7 @@ HQ_HD int row_stride(int dk) { return pad4(dk) + 4; }
 struct Entry {
   int32_t chunk0, chunks, slot0, T;
   int64_t row;   // the sequence's first row in qkv, alpha, beta_raw and out
-  float* state;  // [n_v_heads, dv, dk], carried across windows
+  float* state;  // [n_v_heads, dv, dk] of Args::state_type, carried across windows
 };
 
 struct Window {
@@ -69,8 +70,9 @@ struct Args {
   const float* a_neg;     // [n_v_heads], device
   const float* dt_bias;   // [n_v_heads], device
   int n_k_heads, n_v_heads, dk, dv;
-  float* out;      // [rows, n_v_heads * dv]
-  float* scratch;  // [window slots, n_v_heads, kSlotFloats]
+  float* out;            // [rows, n_v_heads * dv]
+  float* scratch;        // [window slots, n_v_heads, kSlotFloats]
+  StateType state_type;  // of the states (read at a sequence's first chunk, written at its last)
 };
 
 // Shared-memory floats of each pass. T is formed where q was (q is dead by then). The scan
@@ -283,10 +285,12 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
   float* staged = Vn + kC * kCols;
   constexpr int ts = kStaged ? kTriStride : kC;
 
-  float* state = en.state + (int64_t{j} * dv + c0) * dk;
+  const int64_t state_at = (int64_t{j} * dv + c0) * dk;
   for (int idx = tid; idx < kCols * dkp; idx += kThreads) {
     const int c = idx / dkp, d = idx % dkp;
-    S[d * kCols + c] = c0 + c < dv && d < dk ? state[int64_t{c} * dk + d] : 0.f;
+    S[d * kCols + c] = c0 + c < dv && d < dk
+                           ? state_get(en.state, state_at + int64_t{c} * dk + d, a.state_type)
+                           : 0.f;
   }
   // Thread roles: rows 2 rg and 2 rg + 1 of a chunk's outputs, state rows 4 rg .. 4 rg + 3,
   // and columns 4 cg .. 4 cg + 3 in both.
@@ -424,7 +428,8 @@ HQ_HD void scan_columns(const Block& b, const Args& a, const Window& w, int cb, 
   }
   for (int idx = tid; idx < kCols * dkp; idx += kThreads) {
     const int c = idx / dkp, d = idx % dkp;
-    if (c0 + c < dv && d < dk) state[int64_t{c} * dk + d] = S[d * kCols + c];
+    if (c0 + c < dv && d < dk)
+      state_set(en.state, state_at + int64_t{c} * dk + d, a.state_type, S[d * kCols + c]);
   }
 }
 

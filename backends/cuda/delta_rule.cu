@@ -24,6 +24,7 @@
 #include "kernels.h"
 #include "launch.cuh"
 #include "quants/acts_quant.cuh"
+#include "state_values.h"
 
 namespace hostlm::cuda {
 namespace {
@@ -99,7 +100,8 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                            float* out, bool vector, bool early_state, const DeltaRuleNorm norm) {
+                            float* out, bool vector, bool early_state, const DeltaRuleNorm norm,
+                            StateType state_type) {
   // The state is read before the wait for the kernel before when the caller says that kernel
   // did not write it (kernels.h): its trip to DRAM, the largest of a decode step's layer after
   // the weights, then overlaps that kernel's tail.
@@ -132,7 +134,9 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
   alpha += first * n_v_heads;
   beta_raw += first * n_v_heads;
   out += first * n_v_heads * dv;
-  float* S = seqs.state[sq] + (j * dv + c0 + col0) * dk;
+  // This group's columns of the state, element s_at on (of state_type).
+  void* const state = seqs.state[sq];
+  const int64_t s_at = (j * dv + c0 + col0) * dk;
   const int norm_token = warp / kWarpsPerToken;
   const int norm_col = 32 * (warp % kWarpsPerToken) + lane;
   float norm_w = 0.f, norm_z = 0.f;
@@ -140,12 +144,13 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
     if (early_state) norm_w = norm.weight[norm_col];  // a model constant
   }
 
-  // The state rows as 16-byte loads where dk allows (the state is 16-byte aligned): at many
-  // sequences per step this kernel streams every state once each way.
+  // The state rows as 16-byte loads (8 for a 16-bit state) where dk allows: at many sequences
+  // per step this kernel streams every state once each way.
   // (Decode only: in the prefill kernels the second path cost registers, and their state is
   // read once per prompt chunk.)
-  const bool state_vector = kChunkTokens == kDecodeChunk && kVec == 4 && dk % 4 == 0 &&
-                            reinterpret_cast<uintptr_t>(seqs.state[sq]) % 16 == 0;
+  const bool state_vector =
+      kChunkTokens == kDecodeChunk && kVec == 4 && dk % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(state) % state_vector_align(state_type) == 0;
   float s[kCols][kPerLane];
 #pragma unroll
   for (int c = 0; c < kCols; ++c)
@@ -154,18 +159,17 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
       const int d0 = Shape::dim(g, i, 0);
       const bool column = c0 + col0 + c < dv;
       if (state_vector) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (column && d0 < dk) v = *reinterpret_cast<const float4*>(S + c * dk + d0);
-        s[c][i * kVec] = v.x;
-        s[c][i * kVec + (kVec > 1 ? 1 : 0)] = v.y;
-        s[c][i * kVec + (kVec > 2 ? 2 : 0)] = v.z;
-        s[c][i * kVec + (kVec > 3 ? 3 : 0)] = v.w;
+        float v[4] = {0.f, 0.f, 0.f, 0.f};
+        if (column && d0 < dk) state_get4(state, s_at + c * dk + d0, state_type, v);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) s[c][i * kVec + e] = v[e];
         continue;
       }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
-        s[c][i * kVec + e] = column && d < dk ? S[c * dk + d] : 0.f;
+        s[c][i * kVec + e] =
+            column && d < dk ? state_get(state, s_at + c * dk + d, state_type) : 0.f;
       }
     }
   if (early_state) pdl_begin();
@@ -373,16 +377,16 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
     for (int i = 0; i < kPerLane / kVec; ++i) {
       const int d0 = Shape::dim(g, i, 0);
       if (state_vector) {
-        if (d0 < dk)
-          *reinterpret_cast<float4*>(S + c * dk + d0) =
-              make_float4(s[c][i * kVec], s[c][i * kVec + (kVec > 1 ? 1 : 0)],
-                          s[c][i * kVec + (kVec > 2 ? 2 : 0)], s[c][i * kVec + (kVec > 3 ? 3 : 0)]);
+        float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = s[c][i * kVec + e];
+        if (d0 < dk) state_set4(state, s_at + c * dk + d0, state_type, v);
         continue;
       }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
-        if (d < dk) S[c * dk + d] = s[c][i * kVec + e];
+        if (d < dk) state_set(state, s_at + c * dk + d, state_type, s[c][i * kVec + e]);
       }
     }
   }
@@ -393,17 +397,17 @@ void launch_decode(const dim3& grid, const RecurrentSeqs& seqs, const float* qkv
                    const float* alpha, const float* beta_raw, const float* a_neg,
                    const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    int64_t dv, float* out, bool vector, bool early_state, const DeltaRuleNorm& norm,
-                   cudaStream_t stream) {
+                   StateType state_type, cudaStream_t stream) {
   launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk, kWarps, kNorm>, grid, kWarps * 32,
                 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv,
-                out, vector, early_state, norm);
+                out, vector, early_state, norm, state_type);
 }
 
 template <int kPerLane>
 void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
             const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
             int64_t dk, int64_t dv, float* out, bool early_state, const DeltaRuleNorm& norm,
-            cudaStream_t stream) {
+            StateType state_type, cudaStream_t stream) {
   constexpr int kColumnsPerBlock = kDefaultWarps * kGroupsPerWarp * columns_per_group(kPerLane);
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
@@ -413,7 +417,7 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
   for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
   const auto args = [&](auto launcher, const dim3& g) {
     launcher(g, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-             vector, early_state, norm, stream);
+             vector, early_state, norm, state_type, stream);
   };
   if constexpr (columns_per_group(kPerLane) == 2) {
     if (norm.z != nullptr) {  // a block per value head: dv / 8 warps of four column groups
@@ -432,7 +436,7 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
   else
     launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>,
                   grid, kDefaultWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
-                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state, norm);
+                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state, norm, state_type);
 }
 
 }  // namespace
@@ -445,7 +449,7 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
                              float* out, bool early_state, cudaStream_t stream,
-                             const DeltaRuleNorm& norm) {
+                             const DeltaRuleNorm& norm, StateType state_type) {
   if (dk < 1 || dk > kDeltaRuleMaxDk || n_k_heads < 1 || n_v_heads > 65535 ||
       seqs.n > kRecurrentSeqsPerLaunch)
     return cudaErrorInvalidValue;
@@ -457,7 +461,7 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
   if (seqs.n == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
   const auto args = [&](auto launcher) {
     launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-             early_state, norm, stream);
+             early_state, norm, state_type, stream);
   };
   if (dk <= 16)
     args(launch<2>);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/expert_copy.h"
+#include "cuda/state_values.h"
 #include "hostlm/dtype.h"
 
 namespace hostlm::cuda {
@@ -276,7 +277,7 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
                              const float* beta_raw, const float* a_neg, const float* dt_bias,
                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
                              float* out, bool early_state, cudaStream_t stream,
-                             const DeltaRuleNorm& norm = {});
+                             const DeltaRuleNorm& norm = {}, StateType state_type = StateType::F32);
 
 // delta_chunked.cu: the same rule in the chunked form of spec 2.10 (delta_chunked.h says
 // why), for prefill. Sequences of the table are taken in windows of chunks whose per-chunk
@@ -294,6 +295,7 @@ cudaError_t gated_delta_rule_chunked(const RecurrentSeqs& seqs, const float* qkv
                                      const float* alpha, const float* beta_raw, const float* a_neg,
                                      const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
                                      int64_t dk, int64_t dv, float* out, float* scratch,
-                                     size_t scratch_floats, bool stage, cudaStream_t stream);
+                                     size_t scratch_floats, bool stage, cudaStream_t stream,
+                                     StateType state_type = StateType::F32);
 
 }  // namespace hostlm::cuda

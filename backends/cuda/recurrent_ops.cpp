@@ -9,6 +9,23 @@
 #include "hostlm/error.h"
 
 namespace hostlm::cuda {
+namespace {
+
+StateType state_type_of(DType type) {
+  switch (type) {
+    case DType::F32:
+      return StateType::F32;
+    case DType::F16:
+      return StateType::F16;
+    case DType::BF16:
+      return StateType::BF16;
+    default:
+      throw Error("CUDA gated delta rule: a recurrent state cannot be stored as " +
+                  std::string(dtype_name(type)) + " (f32, f16 or bf16)");
+  }
+}
+
+}  // namespace
 
 // With HOSTLM_CUDA_PROFILE=2, decode launches (one token a sequence) and prompt ones get rows
 // of their own.
@@ -90,7 +107,8 @@ void CudaBackend::delta_rule(std::span<const SequenceSlice> seqs, const float* q
                              const float* alpha, const float* beta_raw, const float* a_neg,
                              const float* dt_bias, const DeltaRuleShape& sh, const float* z,
                              const float* norm_weight, float eps, int64_t T, float* out) {
-  const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
+  const size_t state_floats = static_cast<size_t>(sh.state_floats());
+  const StateType state_type = state_type_of(sh.state);
   // The kernel reads the states before it waits for the kernel before when that kernel is
   // known not to have written them (a product or convolution of this layer's inputs).
   bool early_state = cuda::early_loads_enabled();
@@ -130,14 +148,15 @@ void CudaBackend::delta_rule(std::span<const SequenceSlice> seqs, const float* q
         to.state[to.n] = all.state[i];
         ++to.n;
       }
-      delta_rule_chunked(long_seqs, qkv, alpha, beta_raw, a, dt, sh, out);
+      delta_rule_chunked(long_seqs, qkv, alpha, beta_raw, a, dt, sh, state_type, out);
       if (group.n == 0) return;
     }
     if (skip_group(kind, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads, sh.dk,
-                   sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q))
+                   sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q,
+                   static_cast<int>(state_type)))
       return;
     check(cuda::gated_delta_rule(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
-                                 sh.dk, sh.dv, out, early_state, stream_, norm),
+                                 sh.dk, sh.dv, out, early_state, stream_, norm, state_type),
           "gated_delta_rule");
   });
 }
@@ -155,7 +174,8 @@ bool CudaBackend::chunked_fits(int64_t dk) {
 // grown it), and at least kChunkedScratchBytes or what the sequences need if less.
 void CudaBackend::delta_rule_chunked(const cuda::RecurrentSeqs& seqs, const float* qkv,
                                      const float* alpha, const float* beta_raw, const float* a_neg,
-                                     const float* dt_bias, const DeltaRuleShape& sh, float* out) {
+                                     const float* dt_bias, const DeltaRuleShape& sh,
+                                     StateType state_type, float* out) {
   const size_t slot_bytes = cuda::delta_chunked_slot_floats(sh.n_v_heads) * sizeof(float);
   size_t need = 0;
   const int64_t chunk = cuda::kDeltaChunkedTokens;
@@ -167,11 +187,12 @@ void CudaBackend::delta_rule_chunked(const cuda::RecurrentSeqs& seqs, const floa
   const size_t scratch_floats = dequant_bytes_ / sizeof(float);
   last_writes_.add(scratch, scratch_floats);
   if (skip_group(kDeltaRuleChunked, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
-                 sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats, options_.chunked_staged))
+                 sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats, options_.chunked_staged,
+                 static_cast<int>(state_type)))
     return;
   check(cuda::gated_delta_rule_chunked(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, sh.n_k_heads,
                                        sh.n_v_heads, sh.dk, sh.dv, out, scratch, scratch_floats,
-                                       options_.chunked_staged, stream_),
+                                       options_.chunked_staged, stream_, state_type),
         "gated_delta_rule (chunked)");
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "hostlm/error.h"
+#include "hostlm/kv_cache.h"
 #include "registry/layout.h"
 
 namespace hostlm::cli {
@@ -38,6 +39,14 @@ void BackendFlags::add_to(CLI::App& cmd) {
                  "N in between: the last N layers on the GPU, the first ones on the CPU")
       ->check(CLI::Range(-1, 1 << 20));
   add_cpu_moe_options(cmd, cpu_moe_layers);
+  add_state_type_option(cmd, state_type);
+}
+
+void add_state_type_option(CLI::App& cmd, std::string& state_type) {
+  cmd.add_option("--state-type", state_type,
+                 "element type of the linear layers' recurrent states: f32 (default, the "
+                 "model's own), f16 or bf16 (half the memory; faster with many sequences)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
 }
 
 void add_cpu_moe_options(CLI::App& cmd, int& cpu_moe_layers) {
@@ -56,6 +65,7 @@ ModelLoadOptions BackendFlags::load_options() const {
   o.threads = threads;
   o.gpu_layers = gpu_layers;
   o.cpu_moe_layers = cpu_moe_layers;
+  if (!state_type.empty()) o.recurrent_state = parse_state_type(state_type);
   return o;
 }
 

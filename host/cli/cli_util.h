@@ -22,12 +22,15 @@ struct BackendFlags {
   int threads = 0;
   int gpu_layers = -1;
   int cpu_moe_layers = 0;
+  std::string state_type;  // --state-type; "" is f32 (serve: $HOSTLM_STATE_TYPE first)
   void add_to(CLI::App& cmd);
   ModelLoadOptions load_options() const;
 };
 
 // --n-cpu-moe N and --cpu-moe (-1) into `cpu_moe_layers` (ModelLoadOptions::cpu_moe_layers).
 void add_cpu_moe_options(CLI::App& cmd, int& cpu_moe_layers);
+// --state-type f32|f16|bf16 into `state_type` (ModelLoadOptions::recurrent_state).
+void add_state_type_option(CLI::App& cmd, std::string& state_type);
 
 // A JSON file ("-": standard input), keys kept in the order written; throws hostlm::Error
 // naming the file when it cannot be read or parsed.

@@ -151,6 +151,7 @@ struct BenchArgs {
   int ttft_prefix = 0, ttft_new = 32;
   int64_t batch = 0;
   int cpu_moe_layers = 0;
+  std::string state_type;
 };
 
 void run_serving_modes(const BenchArgs& a, bool reps_given) {
@@ -177,6 +178,7 @@ void run_serving_modes(const BenchArgs& a, bool reps_given) {
   options.backend = a.backend;
   options.threads = threads.front();
   options.cpu_moe_layers = a.cpu_moe_layers;
+  if (!a.state_type.empty()) options.recurrent_state = parse_state_type(a.state_type);
   if (a.batch > 0) options.max_batch = a.batch;  // else what `hostlm serve` uses
   // The longest window run_serving_bench gives a request.
   options.context = std::max(int64_t{config.n_prompt} + config.n_gen,
@@ -210,10 +212,10 @@ void run_serving_modes(const BenchArgs& a, bool reps_given) {
   }
   char notes[256];
   std::snprintf(notes, sizeof notes,
-                "engine: %lld tokens per step, KV %s, sampling as hostlm serve (temperature "
-                "0.8, top_k 40, top_p 0.9), %d repetition(s)\n\n",
+                "engine: %lld tokens per step, KV %s, recurrent states %s, sampling as hostlm "
+                "serve (temperature 0.8, top_k 40, top_p 0.9), %d repetition(s)\n\n",
                 static_cast<long long>(loaded.model().max_batch_tokens()), a.kv_type.c_str(),
-                config.reps);
+                a.state_type.empty() ? "f32" : a.state_type.c_str(), config.reps);
   write_stdout(notes + serving_report_markdown(report, config, summary.name, backend));
 }
 
@@ -237,6 +239,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "cpu, cuda or auto")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   add_cpu_moe_options(*cmd, args->cpu_moe_layers);
+  add_state_type_option(*cmd, args->state_type);
   cmd->add_option("--parallel", args->parallel,
                   "serving mode: concurrent streams through the engine, comma-separated "
                   "(each: one -p prompt, -n tokens)");
@@ -287,6 +290,7 @@ void add_bench_command(CLI::App& app) {
     options.backend = args->backend;
     options.threads = threads.front();
     options.cpu_moe_layers = args->cpu_moe_layers;
+    if (!args->state_type.empty()) options.recurrent_state = parse_state_type(args->state_type);
     options.max_batch = max_batch;
     options.max_sequences = 1;                     // llama-bench's form: one sequence
     PluginRegistry& registry = plugin_registry();  // outlives errors thrown by plugins
@@ -416,6 +420,7 @@ void add_bench_command(CLI::App& app) {
                        {"n_gen", r.n_gen},
                        {"n_depth", r.depth},
                        {"kv_type", args->kv_type},
+                       {"state_type", args->state_type.empty() ? "f32" : args->state_type},
                        {"test", r.test},
                        {"avg_ts", r.mean()},
                        {"stddev_ts", r.stddev()},

@@ -139,6 +139,10 @@ void serve(const ServeArgs& a) {
   if (serving.parallel < 1 || serving.context < 1)
     throw Error("--parallel and --ctx must be at least 1");
   serving.load = a.backend.load_options();
+  if (a.backend.state_type.empty()) {
+    const std::string state_type = settings.get("HOSTLM_STATE_TYPE");
+    if (!state_type.empty()) serving.load.recurrent_state = parse_state_type(state_type);
+  }
   serving.load.max_sequences = serving.parallel;
   const std::string kv_type = a.kv_type.empty() ? settings.get("HOSTLM_KV_CACHE_TYPE") : a.kv_type;
   if (!kv_type.empty()) serving.kv_type = parse_kv_type(kv_type);

@@ -17,7 +17,7 @@ extern "C" {
 /* Bumped whenever a struct layout or a signature below changes, so a binding can refuse a
  * library it was not written for (compare with hostlm_c_api_version()). New functions are
  * added without a bump: a binding that wants one looks its symbol up. */
-#define HOSTLM_C_API_VERSION 4
+#define HOSTLM_C_API_VERSION 5
 
 /* Error codes: 0 is success, every failure is negative. */
 #define HOSTLM_OK 0
@@ -59,6 +59,10 @@ typedef struct hostlm_model_params {
   /* Since version 4. Mixture-of-experts models: the experts of the first N layers on the CPU,
    * the rest on the GPU, as hostlm's --n-cpu-moe and llama.cpp's: 0 none, -1 every layer. */
   int32_t cpu_moe_layers;
+  /* Since version 5. The linear layers' recurrent states: "f32" (the model's own), "f16" or
+   * "bf16" (half their memory; faster with many sequences), as hostlm's --state-type; NULL
+   * means "f32". */
+  const char* state_type;
 } hostlm_model_params;
 
 /* Defaults the caller then edits. */

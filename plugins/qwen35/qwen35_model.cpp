@@ -122,7 +122,7 @@ class Qwen35Model final : public Model {
         kv_backends_.push_back(&lb);
       } else {
         GatedDeltaNet d;
-        d.shape = {c.n_k_heads, c.n_v_heads, c.dk, c.dv};
+        d.shape = {c.n_k_heads, c.n_v_heads, c.dk, c.dv, options.recurrent_state};
         d.conv_kernel = c.conv_kernel;
         d.w_qkv = linear(blk(i, "attn_qkv.weight"), c.conv_channels(), H);
         d.w_z = linear(blk(i, "attn_gate.weight"), c.value_dim(), H);

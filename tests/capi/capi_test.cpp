@@ -108,6 +108,24 @@ TEST(CapiLoad, CpuMoeLayersAreChecked) {
   hostlm_model_free(m);
 }
 
+// state_type as --state-type: "f32" by default, f16 and bf16 load, anything else is named.
+TEST(CapiLoad, StateTypeIsCheckedAndUsed) {
+  hostlm_model_params p = hostlm_model_default_params();
+  EXPECT_STREQ(p.state_type, "f32");
+  p.context = 256;
+  p.backend = "cpu";
+  p.state_type = "q4_0";
+  EXPECT_EQ(hostlm_model_load(model_path().c_str(), p), nullptr);
+  EXPECT_NE(std::string(hostlm_last_error()).find("q4_0"), std::string::npos)
+      << hostlm_last_error();
+  for (const char* type : {"f16", "bf16", static_cast<const char*>(nullptr)}) {
+    p.state_type = type;
+    hostlm_model* m = hostlm_model_load(model_path().c_str(), p);
+    ASSERT_NE(m, nullptr) << hostlm_last_error();
+    hostlm_model_free(m);
+  }
+}
+
 TEST(CapiLoad, CacheOptionsAreCheckedAndUsed) {
   hostlm_model_params p = hostlm_model_default_params();
   EXPECT_STREQ(p.kv_type, "f16");

@@ -262,6 +262,19 @@ TEST(Run, CpuMoeFlagsChangeNothingOnTheCpu) {
   }
 }
 
+// --state-type f16 / bf16 runs with 16-bit recurrent states; greedy decoding of the tiny model
+// gives the f32 run's tokens (its margins are far wider than the rounding).
+TEST(Run, SixteenBitStatesGiveTheSameGreedyTokens) {
+  const std::string args = "run --tokens 1,17,42 -n 8 --temp 0 --backend cpu";
+  const Result plain = hostlm(args);
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  for (const std::string type : {"f32", "f16", "bf16"}) {
+    const Result r = hostlm(args + " --state-type " + type);
+    EXPECT_EQ(r.status, 0) << type << ": " << r.err;
+    EXPECT_EQ(r.out, plain.out) << type;
+  }
+}
+
 TEST(Run, PromptTokensAreTheRenderedChatTokenized) {
   const std::string model = quoted(tiny_model().string());
   for (const std::string think : {"on", "off"}) {
@@ -375,6 +388,7 @@ TEST(Run, FailuresAreClear) {
       {"run " + model + " --prompt hi -n -3", "-n"},
       {"run " + model + " --tokens 1,x", "'x' is not a token id"},
       {"run " + model + " --prompt hi --n-cpu-moe -2", "--n-cpu-moe"},
+      {"run " + model + " --prompt hi --state-type q8_0", "--state-type"},
   };
   for (const Case& c : cases) {
     const Result r = hostlm(c.args);

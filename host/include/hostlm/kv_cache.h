@@ -24,6 +24,11 @@ namespace hostlm {
 bool is_kv_type(DType type);
 // "f32", "f16" or "q8_0" (any case); throws hostlm::Error naming the choices otherwise.
 DType parse_kv_type(std::string_view name);
+// Element types a recurrent (delta-rule) state may be stored in: F32, F16, BF16
+// (Backend::DeltaRuleShape::state).
+bool is_state_type(DType type);
+// "f32", "f16" or "bf16" (--state-type); throws hostlm::Error naming the others.
+DType parse_state_type(std::string_view name);
 // Bytes of one token's keys (or values) of one layer: `width` values stored as `type`.
 size_t kv_row_bytes(DType type, int64_t width);
 

@@ -64,6 +64,9 @@ struct ModelLoadOptions {
   int cpu_moe_layers = 0;
   // Sequences decoded together at most (LoadOptions::max_sequences); 0: not known.
   int64_t max_sequences = 0;
+  // The recurrent states' element type (LoadOptions::recurrent_state): F32 (the model's
+  // own), F16 or BF16 (half the memory; faster decoding of many sequences at once).
+  DType recurrent_state = DType::F32;
 };
 
 // What of a split model runs on the CPU, for messages: "layers 0-3 and the token embedding,

@@ -85,7 +85,7 @@ struct GatedDeltaNet {
     return 2 * shape.n_k_heads * shape.dk + shape.n_v_heads * shape.dv;
   }
   int64_t conv_state_size() const { return (conv_kernel - 1) * conv_channels(); }
-  int64_t recurrent_state_size() const { return shape.n_v_heads * shape.dv * shape.dk; }
+  int64_t recurrent_state_size() const { return shape.state_floats(); }  // floats
   // x: [T, hidden] rows of several sequences; conv and delta rule per sequence.
   void forward(Backend& be, Scratch& s, const float* x, int64_t T,
                std::span<const SequenceSlice> slices, float* out) const;

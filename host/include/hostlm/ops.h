@@ -63,7 +63,7 @@ struct PagedSequence {
 struct SequenceSlice {
   int64_t row = 0, T = 0, n_past = 0;
   float* conv_state = nullptr;       // [(K-1), channels]
-  float* recurrent_state = nullptr;  // [n_v_heads, dv, dk]
+  float* recurrent_state = nullptr;  // [n_v_heads, dv, dk] of DeltaRuleShape::state
 };
 
 // An activation buffer of float32 elements, owned by the backend that made it.
@@ -288,8 +288,19 @@ class Backend {
   // key head j % n_k_heads (tiled order). alpha, beta_raw: [T, n_v_heads] projections.
   // a_neg: [n_v_heads] = -exp(A_log); dt_bias: [n_v_heads]. state: [n_v_heads, dv, dk].
   // out: [T, n_v_heads * dv] = o before the gated norm.
+  // state: the element type the recurrent state is stored in. F32 is the model's own
+  // (Qwen3.5's config says mamba_ssm_dtype float32); F16 or BF16 halve the state's memory and
+  // its traffic, which at many sequences a step is the largest after the weights (as vLLM's
+  // and SGLang's 16-bit state caches). The arithmetic stays float32 either way; the state
+  // pointer then holds [n_v_heads, dv, dk] 16-bit values (delta_state_floats of storage).
   struct DeltaRuleShape {
     int64_t n_k_heads, n_v_heads, dk, dv;
+    DType state = DType::F32;
+    int64_t state_values() const { return n_v_heads * dv * dk; }
+    // Floats of memory one sequence's state takes (16-bit values two to a float).
+    int64_t state_floats() const {
+      return state == DType::F32 ? state_values() : (state_values() + 1) / 2;
+    }
   };
   virtual void gated_delta_rule(const float* qkv, const float* alpha, const float* beta_raw,
                                 const float* a_neg, const float* dt_bias, int64_t T,

@@ -17,7 +17,7 @@
 #include "hostlm/chat.h"
 #include "hostlm/dtype.h"
 
-#define HOSTLM_PLUGIN_ABI_VERSION 10
+#define HOSTLM_PLUGIN_ABI_VERSION 11
 
 namespace hostlm {
 
@@ -55,6 +55,9 @@ struct LoadOptions {
   // size its logits buffer by it: at one sequence, the 9B output head's room for 64 rows is
   // 60 MiB of GPU memory that nothing reads.
   int64_t max_sequences = 0;
+  // The element type of the linear layers' recurrent states (Backend::DeltaRuleShape::state):
+  // F32, F16 or BF16. Conv states stay F32.
+  DType recurrent_state = DType::F32;
 };
 
 struct ModelInfo {

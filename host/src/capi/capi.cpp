@@ -306,6 +306,7 @@ hostlm_model_params hostlm_model_default_params(void) {
   p.kv_cache_mib = 0;
   p.gpu_layers = -1;
   p.cpu_moe_layers = 0;
+  p.state_type = "f32";
   return p;
 }
 
@@ -329,6 +330,7 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     options.threads = params.threads;
     options.gpu_layers = params.gpu_layers;  // the loader names a bad count
     options.cpu_moe_layers = params.cpu_moe_layers;
+    options.recurrent_state = hostlm::parse_state_type(params.state_type ? params.state_type : "f32");
     options.max_sequences = params.max_sequences;
     options.context = params.context;
     {

@@ -31,6 +31,19 @@ DType parse_kv_type(std::string_view name) {
   throw Error("unknown KV cache type '" + std::string(name) + "' (choose f32, f16 or q8_0)");
 }
 
+bool is_state_type(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16;
+}
+
+DType parse_state_type(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "f32") return DType::F32;
+  if (lower == "f16") return DType::F16;
+  if (lower == "bf16") return DType::BF16;
+  throw Error("unknown recurrent state type '" + std::string(name) + "' (choose f32, f16 or bf16)");
+}
+
 size_t kv_row_bytes(DType type, int64_t width) {
   switch (type) {
     case DType::F32:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hostlm/error.h"
+#include "hostlm/kv_cache.h"
 
 namespace hostlm {
 namespace fs = std::filesystem;
@@ -71,6 +72,10 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
                    : options.max_sequences >= kManySequences ? 4096
                                                              : 2048;
   load.max_sequences = std::max<int64_t>(0, options.max_sequences);
+  if (!is_state_type(options.recurrent_state))
+    throw Error("recurrent states cannot be stored as " +
+                std::string(dtype_name(options.recurrent_state)) + " (choose f32, f16 or bf16)");
+  load.recurrent_state = options.recurrent_state;
   if (options.cpu_moe_layers < -1)
     throw Error("cpu moe layers: " + std::to_string(options.cpu_moe_layers) +
                 " is not a layer count (-1: all, 0: none)");
@@ -95,6 +100,7 @@ LoadedModel::LoadedModel(PluginRegistry& registry, const fs::path& path,
     load = LoadOptions{};
     load.max_batch = options.max_batch > 0 ? options.max_batch : 256;
     load.max_sequences = std::max<int64_t>(0, options.max_sequences);
+    load.recurrent_state = options.recurrent_state;
     model_ = plugin.load(files_.files(), *backend_, load);
   }
   const ModelInfo& info = model_->info();

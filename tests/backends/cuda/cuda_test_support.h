@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/state_values.h"
 #include "hostlm/error.h"
 #include "hostlm/half.h"
 #include "hostlm/ops.h"
@@ -26,6 +27,40 @@
 #endif
 
 namespace hostlm::testing {
+
+// The kernels' name for a recurrent state's element type (Backend::DeltaRuleShape::state).
+inline cuda::StateType state_type_of(DType type) {
+  return type == DType::F16    ? cuda::StateType::F16
+         : type == DType::BF16 ? cuda::StateType::BF16
+                               : cuda::StateType::F32;
+}
+
+// Recurrent states of `sequences` sequences stored as sh.state (16-bit values two to a float),
+// from random values, and their values back as floats.
+inline std::vector<float> stored_states(const Backend::DeltaRuleShape& sh, int64_t sequences,
+                                        const std::vector<float>& values) {
+  std::vector<float> stored(static_cast<size_t>(sh.state_floats() * sequences));
+  for (int64_t i = 0; i < sequences; ++i)
+    for (int64_t v = 0; v < sh.state_values(); ++v)
+      cuda::state_set(stored.data() + i * sh.state_floats(), v, state_type_of(sh.state),
+                      values[static_cast<size_t>(i * sh.state_values() + v)]);
+  return stored;
+}
+inline std::vector<float> state_values(const Backend::DeltaRuleShape& sh,
+                                       const std::vector<float>& stored) {
+  const int64_t sequences = static_cast<int64_t>(stored.size()) / sh.state_floats();
+  std::vector<float> values;
+  for (int64_t i = 0; i < sequences; ++i)
+    for (int64_t v = 0; v < sh.state_values(); ++v)
+      values.push_back(
+          cuda::state_get(stored.data() + i * sh.state_floats(), v, state_type_of(sh.state)));
+  return values;
+}
+// CPU and GPU round their own float32 results, which differ in the last bits, to a 16-bit
+// state: one unit of its last place (2^-11, 2^-8) apart at most, and twice that later on.
+inline double state_tolerance(DType type) {
+  return type == DType::F32 ? 1e-5 : type == DType::F16 ? 2e-3 : 1.6e-2;
+}
 
 // n floats drawn uniformly from [lo, hi).
 inline std::vector<float> uniform_floats(std::mt19937& rng, size_t n, float lo, float hi) {

@@ -52,20 +52,33 @@ struct Case {
   int capacity;  // chunk slots a window holds
   float alpha_hi;
   bool staged;  // the scan's triangular factors in shared memory, or read from the slots
+  DType state = DType::F32;  // the states' element type (--state-type)
 };
 
 std::string name(const Case& c) {
   std::string s = "nk" + std::to_string(c.shape.n_k_heads) + "_nv" +
                   std::to_string(c.shape.n_v_heads) + "_dk" + std::to_string(c.shape.dk) + "_dv" +
                   std::to_string(c.shape.dv) + "_cap" + std::to_string(c.capacity);
-  return s + (c.staged ? "_staged" : "_slots");
+  s += c.staged ? "_staged" : "_slots";
+  return c.state == DType::F32 ? s : s + "_" + std::string(dtype_name(c.state));
+}
+
+// Every sequence's state values as floats.
+std::vector<float> widened(const std::vector<float>& stored, const Backend::DeltaRuleShape& sh) {
+  const size_t per = static_cast<size_t>(sh.state_floats()), n = stored.size() / per;
+  std::vector<float> out;
+  for (size_t i = 0; i < n; ++i)
+    for (int64_t v = 0; v < sh.state_values(); ++v)
+      out.push_back(cuda::state_get(stored.data() + i * per, v, testing::state_type_of(sh.state)));
+  return out;
 }
 
 class DeltaChunkedOnHost : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
   const Case& cs = GetParam();
-  const Backend::DeltaRuleShape sh = cs.shape;
+  Backend::DeltaRuleShape sh = cs.shape;
+  sh.state = cs.state;
   const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
   std::mt19937 rng(7);
   auto random = [&](size_t n, float lo, float hi) {
@@ -82,8 +95,15 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
   const auto beta = random(alpha.size(), -3.f, 3.f);
   const auto a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
   const auto dt_bias = random(static_cast<size_t>(sh.n_v_heads), -1.f, 1.f);
-  const size_t state_floats = static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk);
-  const auto state0 = random(state_floats * cs.lengths.size(), -0.5f, 0.5f);
+  // A sequence's state in floats of storage (16-bit values two to a float).
+  const size_t state_floats = static_cast<size_t>(sh.state_floats());
+  const auto values0 =
+      random(static_cast<size_t>(sh.state_values()) * cs.lengths.size(), -0.5f, 0.5f);
+  std::vector<float> state0(state_floats * cs.lengths.size());
+  for (size_t i = 0; i < cs.lengths.size(); ++i)
+    for (int64_t v = 0; v < sh.state_values(); ++v)
+      cuda::state_set(state0.data() + i * state_floats, v, testing::state_type_of(cs.state),
+                      values0[i * sh.state_values() + v]);
 
   // The reference: the CPU backend, a sequence at a time.
   auto cpu = create_backend("cpu");
@@ -111,7 +131,8 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
                 static_cast<int>(sh.dk),
                 static_cast<int>(sh.dv),
                 got.data(),
-                scratch.data()};
+                scratch.data(),
+                testing::state_type_of(cs.state)};
   std::vector<float*> state_ptrs;
   for (size_t i = 0; i < cs.lengths.size(); ++i)
     state_ptrs.push_back(states.data() + i * state_floats);
@@ -141,9 +162,13 @@ TEST_P(DeltaChunkedOnHost, EqualsTheRecurrence) {
   for (int32_t T : cs.lengths) chunks += (T + ch::kC - 1) / ch::kC;
   EXPECT_GE(windows, (chunks + cs.capacity - 1) / cs.capacity);
 
-  // The host's float arithmetic in another order: a few ulps of the largest value.
-  testing::expect_close(want, got, "out", 5e-6);
-  testing::expect_close(want_states, states, "states", 5e-6);
+  // The host's float arithmetic in another order: a few ulps of the largest value. A 16-bit
+  // state is also rounded where a sequence crosses windows (the CPU's single call does not
+  // round until its end), and both round the final values: one unit of the last place of
+  // the largest magnitude, 2^-11 (f16) or 2^-8 (bf16), and twice that for what follows.
+  const double tolerance = cs.state == DType::F32 ? 5e-6 : cs.state == DType::F16 ? 2e-3 : 1.6e-2;
+  testing::expect_close(want, got, "out", tolerance);
+  testing::expect_close(widened(want_states, sh), widened(states, sh), "states", tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DeltaChunkedOnHost,
@@ -159,7 +184,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DeltaChunkedOnHost,
                              Case{{2, 2, 48, 40}, {100}, 1, 3.f, false},
                              Case{{1, 1, 18, 33}, {64, 129}, 5, 3.f, true},
                              // Strong decays: log-decays down to about -60 a token.
-                             Case{{1, 2, 64, 32}, {140}, 4, 30.f, false}),
+                             Case{{1, 2, 64, 32}, {140}, 4, 30.f, false},
+                             // 16-bit states, carried across windows of two slots.
+                             Case{{2, 4, 16, 16}, {150, 1, 64, 65}, 2, 3.f, true, DType::F16},
+                             Case{{1, 2, 128, 128}, {130}, 2, 3.f, false, DType::F16},
+                             Case{{1, 2, 128, 128}, {130}, 2, 3.f, false, DType::BF16}),
                          [](const ::testing::TestParamInfo<Case>& p) { return name(p.param); });
 
 // Windows: slots never exceed the capacity, every chunk is covered once and in order, and

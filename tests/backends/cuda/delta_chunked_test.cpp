@@ -30,7 +30,8 @@ struct ChunkedCase {
 
 void PrintTo(const ChunkedCase& c, std::ostream* os) {
   *os << "k" << c.shape.n_k_heads << "_v" << c.shape.n_v_heads << "_dk" << c.shape.dk << "_dv"
-      << c.shape.dv << "_" << c.lengths.size() << "seqs_" << c.calls << "calls";
+      << c.shape.dv << "_" << c.lengths.size() << "seqs_" << c.calls << "calls_"
+      << dtype_name(c.shape.state);
 }
 
 class CudaDeltaChunked : public ::testing::TestWithParam<ChunkedCase> {};
@@ -44,11 +45,12 @@ void check_against_cpu(Backend& gpu, const ChunkedCase& cs, const std::string& w
     return testing::uniform_floats(rng, n, lo, hi);
   };
   const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
-  const int64_t state_size = sh.n_v_heads * sh.dv * sh.dk;
+  const int64_t state_size = sh.state_floats();
   const auto n_seqs = static_cast<int64_t>(cs.lengths.size());
   const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
   const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads), -1.f, 1.f);
-  std::vector<float> states = random(static_cast<size_t>(n_seqs * state_size), -0.5f, 0.5f);
+  std::vector<float> states = testing::stored_states(
+      sh, n_seqs, random(static_cast<size_t>(n_seqs * sh.state_values()), -0.5f, 0.5f));
   auto state_d = gpu.alloc(states.size());
   gpu.upload(state_d->data(), states.data(), states.size());
   int64_t rows = 0;
@@ -80,8 +82,10 @@ void check_against_cpu(Backend& gpu, const ChunkedCase& cs, const std::string& w
     std::vector<float> got(want.size()), got_states(states.size());
     gpu.download(got.data(), od->data(), got.size());
     gpu.download(got_states.data(), state_d->data(), got_states.size());
-    expect_close(want, got, way + ": out, call " + std::to_string(call));
-    expect_close(states, got_states, way + ": states, call " + std::to_string(call));
+    const double tolerance = testing::state_tolerance(sh.state);
+    expect_close(want, got, way + ": out, call " + std::to_string(call), tolerance);
+    expect_close(testing::state_values(sh, states), testing::state_values(sh, got_states),
+                 way + ": states, call " + std::to_string(call), tolerance);
   }
 }
 
@@ -106,7 +110,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Column blocks with a partial last one; dk not a multiple of 4.
         ChunkedCase{{2, 6, 128, 40}, {150, 90}, 2}, ChunkedCase{{1, 1, 18, 33}, {128, 2}, 2},
         // The 9B shape: 16 key heads, 32 value heads of 128 x 128, one 4,096-token prompt.
-        ChunkedCase{{16, 32, 128, 128}, {4096}, 1}));
+        ChunkedCase{{16, 32, 128, 128}, {4096}, 1},
+        // 16-bit states (--state-type): read at a sequence's first chunk, written at its last.
+        ChunkedCase{{2, 4, 32, 16, DType::F16}, {1, 200, 3, 64, 1, 77, 130}, 3},
+        ChunkedCase{{1, 2, 128, 128, DType::BF16}, {65, 1, 300}, 2}));
 
 }  // namespace
 }  // namespace hostlm

@@ -55,6 +55,8 @@ class CudaOps : public ::testing::Test {
   }
 
   std::unique_ptr<Backend> cpu_, gpu_;
+  // One case of RecurrentOpsOverManySequencesMatchPerSequence.
+  void recurrent_ops_over_many_sequences(const Backend::DeltaRuleShape& sh);
   std::mt19937 rng_{20240611};
 };
 
@@ -503,27 +505,35 @@ class CudaDeltaRule : public CudaOps,
                       public ::testing::WithParamInterface<Backend::DeltaRuleShape> {};
 
 TEST_P(CudaDeltaRule, MatchesCpuWithStateCarried) {
-  const Backend::DeltaRuleShape sh = GetParam();
-  const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
-  const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
-  const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
-  std::vector<float> state = random(static_cast<size_t>(sh.n_v_heads * sh.dv * sh.dk), -0.5f, 0.5f);
-  auto sd = to_gpu(state);
-  // 77 tokens span three of the kernel's token chunks and end inside one.
-  for (int64_t T : {3, 1, 6, 77}) {
-    const std::vector<float> qkv = random(static_cast<size_t>(T * row));
-    const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
-    const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
-    std::vector<float> want(static_cast<size_t>(T * sh.n_v_heads * sh.dv));
-    cpu_->gated_delta_rule(qkv.data(), alpha.data(), beta.data(), a_neg.data(), dt_bias.data(), T,
-                           sh, state.data(), want.data());
-    auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta);
-    auto od = gpu_->alloc(want.size());
-    gpu_->gated_delta_rule(qd->data(), ad->data(), bd->data(), a_neg.data(), dt_bias.data(), T, sh,
-                           sd->data(), od->data());
-    expect_close(want, from_gpu(od->data(), want.size()), "delta rule out, T=" + std::to_string(T));
-    expect_close(state, from_gpu(sd->data(), state.size()),
-                 "delta rule state, T=" + std::to_string(T));
+  for (const DType type : {DType::F32, DType::F16, DType::BF16}) {
+    Backend::DeltaRuleShape sh = GetParam();
+    sh.state = type;
+    const std::string kind = std::string(dtype_name(type)) + " state, T=";
+    const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+    const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
+    const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+    std::vector<float> state =
+        testing::stored_states(sh, 1, random(static_cast<size_t>(sh.state_values()), -0.5f, 0.5f));
+    auto sd = to_gpu(state);
+    // 77 tokens span three of the kernel's token chunks and end inside one.
+    for (int64_t T : {3, 1, 6, 77}) {
+      const std::vector<float> qkv = random(static_cast<size_t>(T * row));
+      const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
+      const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+      std::vector<float> want(static_cast<size_t>(T * sh.n_v_heads * sh.dv));
+      cpu_->gated_delta_rule(qkv.data(), alpha.data(), beta.data(), a_neg.data(), dt_bias.data(), T,
+                             sh, state.data(), want.data());
+      auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta);
+      auto od = gpu_->alloc(want.size());
+      gpu_->gated_delta_rule(qd->data(), ad->data(), bd->data(), a_neg.data(), dt_bias.data(), T,
+                             sh, sd->data(), od->data());
+      const std::string what = kind + std::to_string(T);
+      expect_close(want, from_gpu(od->data(), want.size()), "delta rule out, " + what,
+                   testing::state_tolerance(type));
+      expect_close(testing::state_values(sh, state),
+                   testing::state_values(sh, from_gpu(sd->data(), state.size())),
+                   "delta rule state, " + what, testing::state_tolerance(type));
+    }
   }
 }
 
@@ -539,9 +549,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaDeltaRule,
 // state and delta-rule state end as the CPU's per-sequence ops leave them. 70 sequences, so
 // the CUDA side needs two launch tables.
 TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
-  const Backend::DeltaRuleShape sh{2, 4, 32, 16};
+  for (const DType type : {DType::F32, DType::F16, DType::BF16})
+    recurrent_ops_over_many_sequences({2, 4, 32, 16, type});
+}
+
+void CudaOps::recurrent_ops_over_many_sequences(const Backend::DeltaRuleShape& sh) {
+  SCOPED_TRACE(std::string(dtype_name(sh.state)) + " states");
   const int64_t K = 4, channels = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
-  const int64_t state_size = sh.n_v_heads * sh.dv * sh.dk, conv_size = (K - 1) * channels;
+  const int64_t state_size = sh.state_floats(), conv_size = (K - 1) * channels;
   const std::vector<float> weight = random(static_cast<size_t>(channels * K));
   const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
   const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
@@ -553,7 +568,8 @@ TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
   int64_t rows = 0;
   for (int64_t T : lengths) rows += T;
   std::vector<float> conv_states = random(static_cast<size_t>(70 * conv_size));
-  std::vector<float> states = random(static_cast<size_t>(70 * state_size), -0.5f, 0.5f);
+  std::vector<float> states = testing::stored_states(
+      sh, 70, random(static_cast<size_t>(70 * sh.state_values()), -0.5f, 0.5f));
   auto conv_d = to_gpu(conv_states), state_d = to_gpu(states);
   std::vector<SequenceSlice> cpu_seqs, gpu_seqs;
   int64_t row = 0;
@@ -582,8 +598,11 @@ TEST_F(CudaOps, RecurrentOpsOverManySequencesMatchPerSequence) {
                               dt_bias.data(), sh, od->data());
   expect_close(conv_out, from_gpu(cd->data(), conv_out.size()), "conv1d over sequences");
   expect_close(conv_states, from_gpu(conv_d->data(), conv_states.size()), "conv states");
-  expect_close(want, from_gpu(od->data(), want.size()), "delta rule over sequences");
-  expect_close(states, from_gpu(state_d->data(), states.size()), "delta-rule states");
+  expect_close(want, from_gpu(od->data(), want.size()), "delta rule over sequences",
+               testing::state_tolerance(sh.state));
+  expect_close(testing::state_values(sh, states),
+               testing::state_values(sh, from_gpu(state_d->data(), states.size())),
+               "delta-rule states", testing::state_tolerance(sh.state));
 }
 
 // The delta rule with the layer's gated norm in one call: a decode step (every T <= 4) takes
@@ -600,12 +619,15 @@ TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
   for (const Backend::DeltaRuleShape sh :
        {Backend::DeltaRuleShape{16, 32, 128, 128}, Backend::DeltaRuleShape{2, 4, 64, 64},
         Backend::DeltaRuleShape{1, 3, 32, 32}, Backend::DeltaRuleShape{2, 2, 16, 32},
-        Backend::DeltaRuleShape{2, 4, 100, 128}, Backend::DeltaRuleShape{2, 4, 32, 16}}) {
+        Backend::DeltaRuleShape{2, 4, 100, 128}, Backend::DeltaRuleShape{2, 4, 32, 16},
+        Backend::DeltaRuleShape{16, 32, 128, 128, DType::F16},
+        Backend::DeltaRuleShape{2, 4, 64, 64, DType::BF16}}) {
     for (const int64_t longest : {4, 9}) {
       const std::string what = "dk " + std::to_string(sh.dk) + " dv " + std::to_string(sh.dv) +
-                               ", longest " + std::to_string(longest);
+                               ", longest " + std::to_string(longest) + ", " +
+                               std::string(dtype_name(sh.state)) + " states";
       const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
-      const int64_t width = sh.n_v_heads * sh.dv, state_size = width * sh.dk;
+      const int64_t width = sh.n_v_heads * sh.dv, state_size = sh.state_floats();
       std::vector<int64_t> lengths(70, 1);
       lengths[2] = 3;
       lengths[41] = 2;
@@ -619,7 +641,8 @@ TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
       const std::vector<float> alpha = random(static_cast<size_t>(T * sh.n_v_heads), -3.f, 3.f);
       const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
       const std::vector<float> z = random(static_cast<size_t>(T * width), -3.f, 3.f);
-      const std::vector<float> states0 = random(static_cast<size_t>(70 * state_size), -0.5f, 0.5f);
+      const std::vector<float> states0 = testing::stored_states(
+          sh, 70, random(static_cast<size_t>(70 * sh.state_values()), -0.5f, 0.5f));
       auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta), zd = to_gpu(z);
       auto fused_states = to_gpu(states0), split_states = to_gpu(states0);
       auto fused_out = gpu_->alloc(z.size()), split_out = gpu_->alloc(z.size());
@@ -649,8 +672,10 @@ TEST_F(CudaOps, DeltaRuleWithItsNormEqualsTheTwoOps) {
       const std::vector<float> fs = from_gpu(fused_states->data(), states.size());
       const std::vector<float> ss = from_gpu(split_states->data(), states.size());
       EXPECT_EQ(0, std::memcmp(fs.data(), ss.data(), fs.size() * sizeof(float))) << what;
-      expect_close(want, fused, "normed delta rule against the CPU, " + what, 1e-4);
-      expect_close(states, fs, "states against the CPU, " + what);
+      const double tolerance = std::max(1e-4, testing::state_tolerance(sh.state));
+      expect_close(want, fused, "normed delta rule against the CPU, " + what, tolerance);
+      expect_close(testing::state_values(sh, states), testing::state_values(sh, fs),
+                   "states against the CPU, " + what, testing::state_tolerance(sh.state));
     }
   }
   // The 9B's shape through a profiled backend: the decode step is one fused launch.

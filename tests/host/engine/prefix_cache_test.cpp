@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -121,6 +123,45 @@ TEST_P(PrefixCacheEngine, ConcurrentRequestsShareTheirPrefix) {
 INSTANTIATE_TEST_SUITE_P(KvTypes, PrefixCacheEngine,
                          ::testing::Values(DType::F32, DType::F16, DType::Q8_0),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
+
+// Recurrent states stored as 16 bits (--state-type f16): snapshots are half the size of the
+// recurrent part and a hit still computes only the suffix. The logits are close to a cold
+// run's rather than equal: a 16-bit state is rounded wherever a forward call ends, and the
+// cold run's calls end elsewhere.
+TEST(PrefixCacheSixteenBitStates, HitsComputeOnlyTheSuffixCloseToAColdRun) {
+  PluginRegistry registry;
+  ModelLoadOptions load = testing::cpu_batches_of(64);
+  load.recurrent_state = DType::F16;
+  LoadedModel half{registry, testing::tiny_model_dir(), load};
+  LoadedModel full{registry, testing::tiny_model_dir(), testing::cpu_batches_of(64)};
+  EngineOptions o = testing::quiet_options();
+  o.prefix_cache = true;
+  o.snapshot_interval = 64;
+  o.prefill_chunk = 48;
+  Engine engine(half.model(), o);
+  const CacheLayout hl = half.model().cache_layout(), fl = full.model().cache_layout();
+  EXPECT_EQ(hl.recurrent_state * 2, fl.recurrent_state);
+  EXPECT_EQ(engine.memory_plan().state_bytes_per_sequence,
+            static_cast<size_t>(hl.n_state_layers * (hl.conv_state + hl.recurrent_state)) * 4);
+
+  const auto first = testing::tokens(150, 1);
+  run(engine, testing::greedy_request(first, 4));
+  const auto longer = testing::greedy_request(testing::concat(first, testing::tokens(20, 3)), 6);
+  const Outcome warm = run(engine, longer);
+  EXPECT_EQ(warm.result.cached_tokens, 150);
+  EXPECT_EQ(warm.result.prompt_eval_count, 20);
+  o.prefix_cache = false;
+  Engine cold_engine(half.model(), o);
+  const Outcome cold = run(cold_engine, longer);
+  ASSERT_EQ(warm.logits.size(), cold.logits.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < warm.logits.size(); ++i)
+    for (size_t v = 0; v < warm.logits[i].size(); ++v) {
+      scale = std::max(scale, static_cast<double>(std::abs(cold.logits[i][v])));
+      worst = std::max(worst, static_cast<double>(std::abs(warm.logits[i][v] - cold.logits[i][v])));
+    }
+  EXPECT_LT(worst, 1e-2 * scale) << "worst |warm - cold| " << worst << " of " << scale;
+}
 
 // The cache alone, against a model of what it must hold: random blocks and snapshots over a
 // small pool, lookups checked against the longest registered prefix, every reference

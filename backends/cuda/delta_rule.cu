@@ -93,15 +93,17 @@ __device__ __forceinline__ void load_vec(const float* p, float* out) {
 // Decode blocks are held to 512 threads per SM's worth of registers (128 each): the state
 // loads of many sequences need the blocks in flight more than any one block needs registers.
 // kNorm (decode only, one block per value head): the gated RMSNorm of `norm` on the output.
-template <int kPerLane, int kChunkTokens, int kWarps = kDefaultWarps, bool kNorm = false>
+// kState: the state's element type, fixed at compile time: a run-time choice cost the fused
+// decode kernel a spill (16 bytes of stack) and the float32 path its straight-line code.
+template <int kPerLane, int kChunkTokens, int kWarps = kDefaultWarps, bool kNorm = false,
+          StateType kState = StateType::F32>
 __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
                                                    ? (kWarps < 16 ? 16 / kWarps : 1)
                                                    : 0)
     gated_delta_rule_kernel(const RecurrentSeqs seqs, const float* qkv, const float* alpha,
                             const float* beta_raw, const float* a_neg, const float* dt_bias,
                             int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
-                            float* out, bool vector, bool early_state, const DeltaRuleNorm norm,
-                            StateType state_type) {
+                            float* out, bool vector, bool early_state, const DeltaRuleNorm norm) {
   // The state is read before the wait for the kernel before when the caller says that kernel
   // did not write it (kernels.h): its trip to DRAM, the largest of a decode step's layer after
   // the weights, then overlaps that kernel's tail.
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
   alpha += first * n_v_heads;
   beta_raw += first * n_v_heads;
   out += first * n_v_heads * dv;
-  // This group's columns of the state, element s_at on (of state_type).
+  // This group's columns of the state, element s_at on (of kState).
   void* const state = seqs.state[sq];
   const int64_t s_at = (j * dv + c0 + col0) * dk;
   const int norm_token = warp / kWarpsPerToken;
@@ -148,9 +150,8 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
   // per step this kernel streams every state once each way.
   // (Decode only: in the prefill kernels the second path cost registers, and their state is
   // read once per prompt chunk.)
-  const bool state_vector =
-      kChunkTokens == kDecodeChunk && kVec == 4 && dk % 4 == 0 &&
-      reinterpret_cast<uintptr_t>(state) % state_vector_align(state_type) == 0;
+  const bool state_vector = kChunkTokens == kDecodeChunk && kVec == 4 && dk % 4 == 0 &&
+                            reinterpret_cast<uintptr_t>(state) % state_vector_align(kState) == 0;
   float s[kCols][kPerLane];
 #pragma unroll
   for (int c = 0; c < kCols; ++c)
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
       const bool column = c0 + col0 + c < dv;
       if (state_vector) {
         float v[4] = {0.f, 0.f, 0.f, 0.f};
-        if (column && d0 < dk) state_get4(state, s_at + c * dk + d0, state_type, v);
+        if (column && d0 < dk) state_get4(state, s_at + c * dk + d0, kState, v);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) s[c][i * kVec + e] = v[e];
         continue;
@@ -168,8 +169,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
-        s[c][i * kVec + e] =
-            column && d < dk ? state_get(state, s_at + c * dk + d, state_type) : 0.f;
+        s[c][i * kVec + e] = column && d < dk ? state_get(state, s_at + c * dk + d, kState) : 0.f;
       }
     }
   if (early_state) pdl_begin();
@@ -380,34 +380,34 @@ __global__ void __launch_bounds__(kWarps * 32, kChunkTokens == kDecodeChunk
         float v[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int e = 0; e < kVec; ++e) v[e] = s[c][i * kVec + e];
-        if (d0 < dk) state_set4(state, s_at + c * dk + d0, state_type, v);
+        if (d0 < dk) state_set4(state, s_at + c * dk + d0, kState, v);
         continue;
       }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int d = Shape::dim(g, i, e);
-        if (d < dk) state_set(state, s_at + c * dk + d, state_type, s[c][i * kVec + e]);
+        if (d < dk) state_set(state, s_at + c * dk + d, kState, s[c][i * kVec + e]);
       }
     }
   }
 }
 
-template <int kPerLane, int kWarps, bool kNorm>
+template <int kPerLane, int kWarps, bool kNorm, StateType kState>
 void launch_decode(const dim3& grid, const RecurrentSeqs& seqs, const float* qkv,
                    const float* alpha, const float* beta_raw, const float* a_neg,
                    const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    int64_t dv, float* out, bool vector, bool early_state, const DeltaRuleNorm& norm,
-                   StateType state_type, cudaStream_t stream) {
-  launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk, kWarps, kNorm>, grid, kWarps * 32,
-                0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv,
-                out, vector, early_state, norm, state_type);
+                   cudaStream_t stream) {
+  launch_kernel(gated_delta_rule_kernel<kPerLane, kDecodeChunk, kWarps, kNorm, kState>, grid,
+                kWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads,
+                n_v_heads, dk, dv, out, vector, early_state, norm);
 }
 
-template <int kPerLane>
+template <int kPerLane, StateType kState>
 void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, const float* beta_raw,
             const float* a_neg, const float* dt_bias, int64_t n_k_heads, int64_t n_v_heads,
             int64_t dk, int64_t dv, float* out, bool early_state, const DeltaRuleNorm& norm,
-            StateType state_type, cudaStream_t stream) {
+            cudaStream_t stream) {
   constexpr int kColumnsPerBlock = kDefaultWarps * kGroupsPerWarp * columns_per_group(kPerLane);
   const dim3 grid(blocks_for(dv, kColumnsPerBlock), static_cast<unsigned>(n_v_heads),
                   static_cast<unsigned>(seqs.n));
@@ -417,26 +417,27 @@ void launch(const RecurrentSeqs& seqs, const float* qkv, const float* alpha, con
   for (int i = 0; i < seqs.n; ++i) max_T = seqs.T[i] > max_T ? seqs.T[i] : max_T;
   const auto args = [&](auto launcher, const dim3& g) {
     launcher(g, seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-             vector, early_state, norm, state_type, stream);
+             vector, early_state, norm, stream);
   };
   if constexpr (columns_per_group(kPerLane) == 2) {
     if (norm.z != nullptr) {  // a block per value head: dv / 8 warps of four column groups
       const dim3 heads(1, static_cast<unsigned>(n_v_heads), static_cast<unsigned>(seqs.n));
       if (dv == 32)
-        args(launch_decode<kPerLane, 4, true>, heads);
+        args(launch_decode<kPerLane, 4, true, kState>, heads);
       else if (dv == 64)
-        args(launch_decode<kPerLane, 8, true>, heads);
+        args(launch_decode<kPerLane, 8, true, kState>, heads);
       else
-        args(launch_decode<kPerLane, 16, true>, heads);
+        args(launch_decode<kPerLane, 16, true, kState>, heads);
       return;
     }
   }
   if (max_T <= kDecodeChunk)
-    args(launch_decode<kPerLane, kDefaultWarps, false>, grid);
+    args(launch_decode<kPerLane, kDefaultWarps, false, kState>, grid);
   else
-    launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane)>,
+    launch_kernel(gated_delta_rule_kernel<kPerLane, prefill_chunk(kLanesPerColumn * kPerLane),
+                                          kDefaultWarps, false, kState>,
                   grid, kDefaultWarps * 32, 0, stream, seqs, qkv, alpha, beta_raw, a_neg, dt_bias,
-                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state, norm, state_type);
+                  n_k_heads, n_v_heads, dk, dv, out, vector, early_state, norm);
 }
 
 }  // namespace
@@ -461,18 +462,27 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
   if (seqs.n == 0 || n_v_heads == 0 || dv == 0) return cudaSuccess;
   const auto args = [&](auto launcher) {
     launcher(seqs, qkv, alpha, beta_raw, a_neg, dt_bias, n_k_heads, n_v_heads, dk, dv, out,
-             early_state, norm, state_type, stream);
+             early_state, norm, stream);
   };
-  if (dk <= 16)
-    args(launch<2>);
-  else if (dk <= 32)
-    args(launch<4>);
-  else if (dk <= 64)
-    args(launch<8>);
-  else if (dk <= 128)
-    args(launch<16>);
+  const auto by_width = [&](auto state) {
+    constexpr StateType kState = decltype(state)::value;
+    if (dk <= 16)
+      args(launch<2, kState>);
+    else if (dk <= 32)
+      args(launch<4, kState>);
+    else if (dk <= 64)
+      args(launch<8, kState>);
+    else if (dk <= 128)
+      args(launch<16, kState>);
+    else
+      args(launch<32, kState>);
+  };
+  if (state_type == StateType::F16)
+    by_width(std::integral_constant<StateType, StateType::F16>{});
+  else if (state_type == StateType::BF16)
+    by_width(std::integral_constant<StateType, StateType::BF16>{});
   else
-    args(launch<32>);
+    by_width(std::integral_constant<StateType, StateType::F32>{});
   return cudaGetLastError();
 }
 

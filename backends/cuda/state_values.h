@@ -66,11 +66,11 @@ HQ_HD int state_vector_align(StateType type) { return type == StateType::F32 ? 1
 HQ_HD void state_get4(const void* base, int64_t i, StateType type, float* v) {
 #ifdef __CUDA_ARCH__
   if (type == StateType::F32) {
-    const float4 f = static_cast<const float4*>(base)[i / 4];
+    const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
     v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
     return;
   }
-  const uint2 w = static_cast<const uint2*>(base)[i / 4];
+  const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + i);
   v[0] = state_widen(static_cast<uint16_t>(w.x & 0xffffu), type);
   v[1] = state_widen(static_cast<uint16_t>(w.x >> 16), type);
   v[2] = state_widen(static_cast<uint16_t>(w.y & 0xffffu), type);
@@ -83,13 +83,13 @@ HQ_HD void state_get4(const void* base, int64_t i, StateType type, float* v) {
 HQ_HD void state_set4(void* base, int64_t i, StateType type, const float* v) {
 #ifdef __CUDA_ARCH__
   if (type == StateType::F32) {
-    static_cast<float4*>(base)[i / 4] = make_float4(v[0], v[1], v[2], v[3]);
+    *reinterpret_cast<float4*>(static_cast<float*>(base) + i) = make_float4(v[0], v[1], v[2], v[3]);
     return;
   }
   uint2 w;
   w.x = uint32_t{state_narrow(v[0], type)} | uint32_t{state_narrow(v[1], type)} << 16;
   w.y = uint32_t{state_narrow(v[2], type)} | uint32_t{state_narrow(v[3], type)} << 16;
-  static_cast<uint2*>(base)[i / 4] = w;
+  *reinterpret_cast<uint2*>(static_cast<uint16_t*>(base) + i) = w;
 #else
   for (int e = 0; e < 4; ++e) state_set(base, i + e, type, v[e]);
 #endif

@@ -57,6 +57,11 @@ class CudaOps : public ::testing::Test {
   std::unique_ptr<Backend> cpu_, gpu_;
   // One case of RecurrentOpsOverManySequencesMatchPerSequence.
   void recurrent_ops_over_many_sequences(const Backend::DeltaRuleShape& sh);
+  // `v`, kept alive until the test ends: the backend finds the small weight arrays that ops take
+  // on the host (a_neg, dt_bias, conv and norm weights) by their address, and a freed vector's
+  // address may come back with other values in a later case of the same test.
+  const std::vector<float>& kept(std::vector<float> v) { return kept_.emplace_back(std::move(v)); }
+  std::deque<std::vector<float>> kept_;
   std::mt19937 rng_{20240611};
 };
 
@@ -510,8 +515,8 @@ TEST_P(CudaDeltaRule, MatchesCpuWithStateCarried) {
     sh.state = type;
     const std::string kind = std::string(dtype_name(type)) + " state, T=";
     const int64_t row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
-    const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
-    const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+    const auto& a_neg = kept(random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f));
+    const auto& dt_bias = kept(random(static_cast<size_t>(sh.n_v_heads)));
     std::vector<float> state =
         testing::stored_states(sh, 1, random(static_cast<size_t>(sh.state_values()), -0.5f, 0.5f));
     auto sd = to_gpu(state);
@@ -557,9 +562,9 @@ void CudaOps::recurrent_ops_over_many_sequences(const Backend::DeltaRuleShape& s
   SCOPED_TRACE(std::string(dtype_name(sh.state)) + " states");
   const int64_t K = 4, channels = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
   const int64_t state_size = sh.state_floats(), conv_size = (K - 1) * channels;
-  const std::vector<float> weight = random(static_cast<size_t>(channels * K));
-  const std::vector<float> a_neg = random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f);
-  const std::vector<float> dt_bias = random(static_cast<size_t>(sh.n_v_heads));
+  const auto& weight = kept(random(static_cast<size_t>(channels * K)));
+  const auto& a_neg = kept(random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f));
+  const auto& dt_bias = kept(random(static_cast<size_t>(sh.n_v_heads)));
   std::vector<int64_t> lengths(70, 1);
   lengths[3] = 5;  // prefill chunks between decode rows, one shorter than the conv history
   lengths[40] = 2;

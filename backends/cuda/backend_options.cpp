@@ -21,6 +21,8 @@ BackendOptions backend_options_from_env() {
   if (const char* early = std::getenv("HOSTLM_CUDA_ATTENTION_EARLY"))
     o.attention_early = early[0] != '0';
   if (const char* norm = std::getenv("HOSTLM_CUDA_DELTA_NORM")) o.delta_norm = norm[0] != '0';
+  if (const char* step16 = std::getenv("HOSTLM_CUDA_DELTA_STEP16"))
+    o.delta_step16 = step16[0] != '0';
   if (const char* chunked = std::getenv("HOSTLM_CUDA_DELTA_CHUNKED"))
     o.chunked_min_tokens = std::max(std::atoll(chunked), 0LL);
   if (const char* staged = std::getenv("HOSTLM_CUDA_DELTA_CHUNKED_STAGED"))

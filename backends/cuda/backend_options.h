@@ -26,6 +26,8 @@ struct BackendOptions {
   bool attention_early = true;  // HOSTLM_CUDA_ATTENTION_EARLY=0: the attention waits first
   bool fuse_swiglu = true;  // HOSTLM_CUDA_FUSE_SWIGLU=0: the 16-bit decode SwiGLU launched apart
   bool delta_norm = true;   // HOSTLM_CUDA_DELTA_NORM=0: the decode gated norm launched apart
+  bool delta_step16 =
+      true;  // HOSTLM_CUDA_DELTA_STEP16=0: 16-bit states decode in the general kernel
   // HOSTLM_CUDA_DELTA_CHUNKED=N: sequences of N or more tokens in a delta-rule launch take the
   // chunked form (delta_chunked.h); 0, the default, never. Off until measured on a GPU.
   int64_t chunked_min_tokens = 0;

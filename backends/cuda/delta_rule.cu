@@ -20,6 +20,8 @@
 // A decode launch may also apply the layer's gated RMSNorm (DeltaRuleNorm). Its blocks then
 // take a whole value head (dv / 8 warps), so the norm needs no other block's columns and
 // its launch, a graph node per layer, is gone.
+#include <type_traits>
+
 #include "common.cuh"
 #include "kernels.h"
 #include "launch.cuh"

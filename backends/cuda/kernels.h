@@ -279,6 +279,19 @@ cudaError_t gated_delta_rule(const RecurrentSeqs& seqs, const float* qkv, const 
                              float* out, bool early_state, cudaStream_t stream,
                              const DeltaRuleNorm& norm = {}, StateType state_type = StateType::F32);
 
+// delta_step16.cu: a decode step (every T == 1) over states stored as 16 bits, whose general
+// kernel above moves half the bytes in the same time; a lane holds four columns packed.
+// delta_step16_fits: 16-bit states, T == 1 everywhere, dk a multiple of 4 up to 128, 16-byte
+// aligned qkv rows and 8-byte aligned states. No gated norm (decode launches of a few
+// sequences keep the fused kernel above).
+bool delta_step16_fits(const RecurrentSeqs& seqs, const float* qkv, int64_t n_k_heads,
+                       int64_t n_v_heads, int64_t dk, int64_t dv, StateType state_type);
+cudaError_t gated_delta_step16(const RecurrentSeqs& seqs, const float* qkv, const float* alpha,
+                               const float* beta_raw, const float* a_neg, const float* dt_bias,
+                               int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
+                               float* out, bool early_state, StateType state_type,
+                               cudaStream_t stream);
+
 // delta_chunked.cu: the same rule in the chunked form of spec 2.10 (delta_chunked.h says
 // why), for prefill. Sequences of the table are taken in windows of chunks whose per-chunk
 // results fit in `scratch` (delta_chunked_slot_floats(n_v_heads) floats a 64-token chunk;

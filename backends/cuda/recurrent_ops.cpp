@@ -151,6 +151,16 @@ void CudaBackend::delta_rule(std::span<const SequenceSlice> seqs, const float* q
       delta_rule_chunked(long_seqs, qkv, alpha, beta_raw, a, dt, sh, state_type, out);
       if (group.n == 0) return;
     }
+    if (z == nullptr && options_.delta_step16 && max_T == 1 &&
+        cuda::delta_step16_fits(group, qkv, sh.n_k_heads, sh.n_v_heads, sh.dk, sh.dv, state_type)) {
+      if (skip_group(kind, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads, sh.dk,
+                     sh.dv, out, early_state, static_cast<int>(state_type), 16))
+        return;
+      check(cuda::gated_delta_step16(group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads,
+                                     sh.dk, sh.dv, out, early_state, state_type, stream_),
+            "gated_delta_rule (16-bit state step)");
+      return;
+    }
     if (skip_group(kind, group, qkv, alpha, beta_raw, a, dt, sh.n_k_heads, sh.n_v_heads, sh.dk,
                    sh.dv, out, early_state, z, norm.weight, eps, norm.acts.q,
                    static_cast<int>(state_type)))

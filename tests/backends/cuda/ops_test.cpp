@@ -610,6 +610,78 @@ void CudaOps::recurrent_ops_over_many_sequences(const Backend::DeltaRuleShape& s
                "delta-rule states", testing::state_tolerance(sh.state));
 }
 
+// Decode steps over 16-bit states (every sequence one token) take delta_step16.cu's kernel,
+// and with HOSTLM_CUDA_DELTA_STEP16=0 the general one: both against the CPU, the states carried
+// over three steps of 70 sequences (two launch tables). The shapes: the 9B's heads, dk 64,
+// dk 20 (padded to the 32 a lane group holds) with dv 40 (a partial block), dk 100.
+TEST_F(CudaOps, SixteenBitDecodeStepsMatchCpu) {
+  std::string why;
+  std::unique_ptr<Backend> general;
+  {
+    const testing::ScopedEnv off("HOSTLM_CUDA_DELTA_STEP16", "0");
+    general = testing::cuda_backend_or_reason(why);
+  }
+  ASSERT_TRUE(general) << why;
+  for (const DType type : {DType::F16, DType::BF16})
+    for (Backend::DeltaRuleShape sh :
+         {Backend::DeltaRuleShape{16, 32, 128, 128}, Backend::DeltaRuleShape{2, 4, 64, 64},
+          Backend::DeltaRuleShape{2, 4, 20, 40}, Backend::DeltaRuleShape{1, 2, 100, 24}}) {
+      sh.state = type;
+      const std::string what = std::string(dtype_name(type)) + " dk " + std::to_string(sh.dk) +
+                               " dv " + std::to_string(sh.dv);
+      const int64_t n = 70, row = 2 * sh.n_k_heads * sh.dk + sh.n_v_heads * sh.dv;
+      const auto& a_neg = kept(random(static_cast<size_t>(sh.n_v_heads), -2.f, -0.1f));
+      const auto& dt_bias = kept(random(static_cast<size_t>(sh.n_v_heads)));
+      std::vector<float> states = testing::stored_states(
+          sh, n, random(static_cast<size_t>(n * sh.state_values()), -0.5f, 0.5f));
+      auto step_states = to_gpu(states);
+      auto general_states = general->alloc(states.size());
+      general->upload(general_states->data(), states.data(), states.size());
+      std::vector<SequenceSlice> cpu_seqs, step_seqs, general_seqs;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t st = i * sh.state_floats();
+        cpu_seqs.push_back({i, 1, 0, nullptr, states.data() + st});
+        step_seqs.push_back({i, 1, 0, nullptr, step_states->data() + st});
+        general_seqs.push_back({i, 1, 0, nullptr, general_states->data() + st});
+      }
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<float> qkv = random(static_cast<size_t>(n * row));
+        const std::vector<float> alpha = random(static_cast<size_t>(n * sh.n_v_heads), -3.f, 3.f);
+        const std::vector<float> beta = random(alpha.size(), -3.f, 3.f);
+        std::vector<float> want(static_cast<size_t>(n * sh.n_v_heads * sh.dv));
+        cpu_->gated_delta_rule_seqs(cpu_seqs, qkv.data(), alpha.data(), beta.data(), a_neg.data(),
+                                    dt_bias.data(), sh, want.data());
+        auto qd = to_gpu(qkv), ad = to_gpu(alpha), bd = to_gpu(beta);
+        auto od = gpu_->alloc(want.size());
+        gpu_->gated_delta_rule_seqs(step_seqs, qd->data(), ad->data(), bd->data(), a_neg.data(),
+                                    dt_bias.data(), sh, od->data());
+        std::vector<float> general_out(want.size());
+        {
+          auto gq = general->alloc(qkv.size()), ga = general->alloc(alpha.size());
+          auto gb = general->alloc(beta.size()), go = general->alloc(want.size());
+          general->upload(gq->data(), qkv.data(), qkv.size());
+          general->upload(ga->data(), alpha.data(), alpha.size());
+          general->upload(gb->data(), beta.data(), beta.size());
+          general->gated_delta_rule_seqs(general_seqs, gq->data(), ga->data(), gb->data(),
+                                         a_neg.data(), dt_bias.data(), sh, go->data());
+          general->download(general_out.data(), go->data(), general_out.size());
+        }
+        std::vector<float> general_state_now(states.size());
+        general->download(general_state_now.data(), general_states->data(), states.size());
+        const std::string at = what + ", step " + std::to_string(step);
+        const double tolerance = testing::state_tolerance(type);
+        expect_close(want, from_gpu(od->data(), want.size()), "step kernel out, " + at, tolerance);
+        expect_close(want, general_out, "general kernel out, " + at, tolerance);
+        expect_close(testing::state_values(sh, states),
+                     testing::state_values(sh, from_gpu(step_states->data(), states.size())),
+                     "step kernel states, " + at, tolerance);
+        expect_close(testing::state_values(sh, states),
+                     testing::state_values(sh, general_state_now), "general kernel states, " + at,
+                     tolerance);
+      }
+    }
+}
+
 // The delta rule with the layer's gated norm in one call: a decode step (every T <= 4) takes
 // them in one launch, whose numbers must be the two ops' bits; a step with a longer sequence
 // runs the two ops. 70 sequences, so two launch tables; a profiled backend shows the fused

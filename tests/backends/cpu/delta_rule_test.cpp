@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/delta_shape_print.h"
 #include "hostlm/half.h"
 #include "hostlm/ops.h"
 

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/delta_shape_print.h"
 #include "cuda_test_support.h"
 #include "hostlm/half.h"
 
@@ -548,7 +549,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaDeltaRule,
                                            Backend::DeltaRuleShape{2, 4, 32, 16},
                                            Backend::DeltaRuleShape{2, 2, 48, 24},
                                            Backend::DeltaRuleShape{2, 6, 128, 40},
-                                           Backend::DeltaRuleShape{1, 2, 256, 16}));
+                                           Backend::DeltaRuleShape{1, 2, 256, 16}),
+                         // Named by the shape: the default name prints the struct's bytes,
+                         // padding included, which differ between runs.
+                         [](const ::testing::TestParamInfo<Backend::DeltaRuleShape>& p) {
+                           const Backend::DeltaRuleShape& s = p.param;
+                           return "k" + std::to_string(s.n_k_heads) + "v" +
+                                  std::to_string(s.n_v_heads) + "_" + std::to_string(s.dk) + "x" +
+                                  std::to_string(s.dv);
+                         });
 
 // A decode-and-prefill batch through the several-sequence ops: each sequence's rows, conv
 // state and delta-rule state end as the CPU's per-sequence ops leave them. 70 sequences, so

@@ -330,7 +330,8 @@ hostlm_model* hostlm_model_load(const char* path, hostlm_model_params params) {
     options.threads = params.threads;
     options.gpu_layers = params.gpu_layers;  // the loader names a bad count
     options.cpu_moe_layers = params.cpu_moe_layers;
-    options.recurrent_state = hostlm::parse_state_type(params.state_type ? params.state_type : "f32");
+    options.recurrent_state =
+        hostlm::parse_state_type(params.state_type ? params.state_type : "f32");
     options.max_sequences = params.max_sequences;
     options.context = params.context;
     {

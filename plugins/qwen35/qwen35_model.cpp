@@ -139,6 +139,7 @@ class Qwen35Model final : public Model {
         d.w_out = linear(blk(i, "ssm_out.weight"), H, c.value_dim());
         layout_.conv_state = d.conv_state_size();
         layout_.recurrent_state = d.recurrent_state_size();
+        layout_.recurrent_type = d.shape.state;
         layer.mixer = std::move(d);
         layer.cache_slot = n_deltanet++;
         state_backends_.push_back(&lb);

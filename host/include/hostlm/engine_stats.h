@@ -14,6 +14,7 @@ namespace hostlm {
 struct MemoryPlan {
   std::string backend;
   DType kv_type = DType::F16;
+  DType state_type = DType::F32;  // the recurrent states' elements (--state-type)
   int64_t context = 0, max_sequences = 0;
   size_t weight_bytes = 0, scratch_bytes = 0;
   int64_t kv_layers = 0;

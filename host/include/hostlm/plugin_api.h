@@ -81,9 +81,10 @@ struct ModelInfo {
 struct CacheLayout {
   int64_t n_kv_layers = 0;  // full-attention layers
   int64_t n_head_kv = 0, head_dim = 0;
-  int64_t n_state_layers = 0;   // linear-attention layers
-  int64_t conv_state = 0;       // floats of conv state per linear layer
-  int64_t recurrent_state = 0;  // floats of delta-rule state per linear layer
+  int64_t n_state_layers = 0;         // linear-attention layers
+  int64_t conv_state = 0;             // floats of conv state per linear layer
+  int64_t recurrent_state = 0;        // floats of delta-rule state per linear layer
+  DType recurrent_type = DType::F32;  // its element type (LoadOptions::recurrent_state)
 
   int64_t kv_width() const { return n_head_kv * head_dim; }
   int64_t state_floats() const { return n_state_layers * (conv_state + recurrent_state); }

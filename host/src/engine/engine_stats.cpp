@@ -50,9 +50,11 @@ std::string MemoryPlan::describe() const {
            (kv_layers == 1 ? "" : "s") + ", " + human(kv_bytes_per_token) + " per token; " +
            std::to_string(kv_pages_for_cache) + " pages beyond the contexts for the prefix cache");
   line(out, "recurrent state", state_bytes,
-       std::to_string(state_layers) + " linear layer" + (state_layers == 1 ? "" : "s") + ", " +
-           human(state_bytes_per_sequence) + " per sequence; " + std::to_string(max_sequences) +
-           " running + " + std::to_string(snapshot_slots) + " snapshots");
+       std::to_string(state_layers) + " linear layer" + (state_layers == 1 ? "" : "s") +
+           (state_type == DType::F32 ? "" : ", stored as " + std::string(dtype_name(state_type))) +
+           ", " + human(state_bytes_per_sequence) + " per sequence; " +
+           std::to_string(max_sequences) + " running + " + std::to_string(snapshot_slots) +
+           " snapshots");
   line(out, "scratch", scratch_bytes, "activations of one forward pass");
   line(out, "total", total_bytes(), "");
   if (host_layers > 0 || host_moe_layers > 0)

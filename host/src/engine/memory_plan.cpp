@@ -38,6 +38,7 @@ MemoryPlan plan_memory(Model& model, const EngineOptions& o) {
   MemoryPlan p;
   p.backend = model.backend()->name();
   p.kv_type = o.kv_type;
+  p.state_type = layout.recurrent_type;
   p.context = o.context;
   p.max_sequences = o.max_sequences;
   p.weight_bytes = model.info().weight_bytes;

@@ -143,6 +143,9 @@ TEST(PrefixCacheSixteenBitStates, HitsComputeOnlyTheSuffixCloseToAColdRun) {
   EXPECT_EQ(hl.recurrent_state * 2, fl.recurrent_state);
   EXPECT_EQ(engine.memory_plan().state_bytes_per_sequence,
             static_cast<size_t>(hl.n_state_layers * (hl.conv_state + hl.recurrent_state)) * 4);
+  EXPECT_EQ(hl.recurrent_type, DType::F16);
+  EXPECT_NE(engine.memory_plan().describe().find("stored as f16"), std::string::npos)
+      << engine.memory_plan().describe();
 
   const auto first = testing::tokens(150, 1);
   run(engine, testing::greedy_request(first, 4));

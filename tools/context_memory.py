@@ -100,11 +100,13 @@ def kv_bytes_per_token(f, kv="F16"):
     return f["full"] * 2 * f["nkv"] * f["d"] * KV_BYTES[kv]
 
 
-def recurrent_bytes(f):
-    return f["gdn"] * ((f["kc"] - 1) * f["cd"] + f["hv"] * f["dk"] * f["dv"]) * 4
+def recurrent_bytes(f, state="F32"):
+    """Conv state (float32) plus delta-rule state, stored as float32 or 16 bits (--state-type)."""
+    per_value = 4 if state == "F32" else 2
+    return f["gdn"] * ((f["kc"] - 1) * f["cd"] * 4 + f["hv"] * f["dk"] * f["dv"] * per_value)
 
 
-def serve_plan(f, weights, ctx, parallel=1, kv="F16", gpu=False):
+def serve_plan(f, weights, ctx, parallel=1, kv="F16", gpu=False, state_type="F32"):
     """The plan hostlm's engine makes (host/src/engine/memory_plan.cpp), in bytes."""
     batch = (SERVE_BATCH if not gpu else
              SERVE_BATCH_GPU_LONG if ctx >= LONG_WINDOW_TOKENS else
@@ -113,7 +115,7 @@ def serve_plan(f, weights, ctx, parallel=1, kv="F16", gpu=False):
     running = parallel * -(-ctx // PAGE_TOKENS)
     no_reserve = gpu and running * PAGE_TOKENS >= NO_RESERVE_TOKENS
     pages = running + (0 if no_reserve else max(64, min(running // 4, GIB // page)))
-    state = recurrent_bytes(f)
+    state = recurrent_bytes(f, state_type)
     per_sequence = 2 if gpu and ctx >= LONG_WINDOW_TOKENS else 4
     snapshots = max(2, min(per_sequence * parallel, GIB // max(state, 1)))
     heads, kv, vd = f["nq"] * f["d"], f["nkv"] * f["d"], f["hv"] * f["dv"]
@@ -352,6 +354,8 @@ def main():
     ap.add_argument("--plan", choices=sorted(make_shape_gguf.SIZES), help="print hostlm serve's plan for a size")
     ap.add_argument("--type", choices=SCHEMES + ["F16"], default="Q4_K_M")
     ap.add_argument("--parallel", type=int, default=1)
+    ap.add_argument("--state-type", choices=["F32", "F16", "BF16"], default="F32",
+                    help="--plan: the recurrent states' element type (hostlm's --state-type)")
     ap.add_argument("--check", dest="model", type=pathlib.Path, help="a GGUF to load in hostlm serve")
     ap.add_argument("--ctx", type=lambda s: [int(x) for x in s.split(",")], default=[262144])
     ap.add_argument("--hostlm", default=str(pathlib.Path(__file__).resolve().parents[1] / "build" / "bin" / "hostlm"))
@@ -366,7 +370,7 @@ def main():
         w = shape_weight_bytes(args.plan, args.type)
         for ctx in args.ctx:
             gpu = args.backend == "cuda"
-            p = serve_plan(f, w, ctx, args.parallel, gpu=gpu)
+            p = serve_plan(f, w, ctx, args.parallel, gpu=gpu, state_type=args.state_type)
             print(f"{args.plan} {args.type}, {args.parallel} x {ctx} tokens: " +
                   ", ".join(f"{k} {p[k] / GIB:.2f} GiB" for k in ("weights", "kv", "state", "scratch", "total")))
     else:

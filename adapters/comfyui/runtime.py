@@ -37,6 +37,7 @@ class LoadSpec:
     threads: int = 0
     system: str = ""  # default system prompt from the store
     cpu_moe_layers: int = 0  # experts of the first N layers on the CPU (-1: all)
+    state_type: str = "f32"  # the recurrent states' elements: f32, f16 or bf16
 
 
 def _ollama_messages(messages):
@@ -117,7 +118,7 @@ class ModelHandle:
         # the CPU, the rest on the GPU) and prints the split.
         model = CModel(s.path, backend=self._backend_to_ask(), threads=s.threads,
                        context=s.context, gpu_layers=s.gpu_layers,
-                       cpu_moe_layers=s.cpu_moe_layers)
+                       cpu_moe_layers=s.cpu_moe_layers, state_type=s.state_type)
         if s.gpu_layers > 0 and model.backend != "cuda":
             log.warning("hostlm: %s asked for %d GPU layers but runs on %s", s.label,
                         s.gpu_layers, model.backend)

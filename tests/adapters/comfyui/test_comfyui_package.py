@@ -284,6 +284,11 @@ class ErrorTest(PackageFixture):
         self.assertFails("cpu moe layers: -2", self.load, TINY, cpu_moe_layers=-2)
         self.assertTrue(self.load(TINY, cpu_moe_layers=-1, context=256).describe())
 
+    def test_state_type_reaches_the_library(self):
+        # The C API (version 5) checks it, as hostlm's --state-type does.
+        self.assertFails("q8_0", self.load, TINY, state_type="q8_0")
+        self.assertTrue(self.load(TINY, state_type="f16", context=256).describe())
+
     def test_bad_generation_inputs(self):
         model = self.load(TINY, context=256)
         generate, chat = self.nodes["HostLMGenerate"](), self.nodes["HostLMChat"]()

@@ -24,9 +24,7 @@ Dims dims_of(const Backend::DeltaRuleShape& sh) {
 
 // A state stored as 16-bit values (DeltaRuleShape::state F16 or BF16) is worked on in float32:
 // a head's values are widened into a scratch copy before its tokens and narrowed back after,
-// rounding to nearest even as the CUDA kernels do. F16 saturates at its largest finite value
-// instead of overflowing to infinity, which would turn the next step's products into NaNs.
-constexpr float kF16Max = 65504.f;
+// rounding to nearest even as the CUDA kernels do; F16 saturates (f32_to_f16_saturating).
 void widen_state(DType type, const float* stored, int64_t head_values, float* to) {
   const auto* h = reinterpret_cast<const uint16_t*>(stored);
   if (type == DType::F16)
@@ -37,8 +35,7 @@ void widen_state(DType type, const float* stored, int64_t head_values, float* to
 void narrow_state(DType type, const float* from, int64_t head_values, float* stored) {
   auto* h = reinterpret_cast<uint16_t*>(stored);
   if (type == DType::F16)
-    for (int64_t i = 0; i < head_values; ++i)
-      h[i] = f32_to_f16(std::clamp(from[i], -kF16Max, kF16Max));
+    for (int64_t i = 0; i < head_values; ++i) h[i] = f32_to_f16_saturating(from[i]);
   else
     for (int64_t i = 0; i < head_values; ++i) h[i] = f32_to_bf16(from[i]);
 }

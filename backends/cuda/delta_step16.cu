@@ -35,20 +35,6 @@ __device__ __forceinline__ void group_sum(float& v) {
   for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
 }
 
-__device__ __forceinline__ void widen4(uint2 w, StateType type, float* v) {
-  v[0] = state_widen(static_cast<uint16_t>(w.x & 0xffffu), type);
-  v[1] = state_widen(static_cast<uint16_t>(w.x >> 16), type);
-  v[2] = state_widen(static_cast<uint16_t>(w.y & 0xffffu), type);
-  v[3] = state_widen(static_cast<uint16_t>(w.y >> 16), type);
-}
-
-__device__ __forceinline__ uint2 narrow4(const float* v, StateType type) {
-  uint2 w;
-  w.x = uint32_t{state_narrow(v[0], type)} | uint32_t{state_narrow(v[1], type)} << 16;
-  w.y = uint32_t{state_narrow(v[2], type)} | uint32_t{state_narrow(v[3], type)} << 16;
-  return w;
-}
-
 // kPerLane: key dimensions a lane holds (dk <= 8 kPerLane, zeros past dk).
 template <int kPerLane, StateType kState>
 __global__ void __launch_bounds__(kWarps * 32, 4)
@@ -128,7 +114,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4)
 #pragma unroll
     for (int i = 0; i < kSlots; ++i) {
       float s[4];
-      widen4(packed[c][i], kState, s);
+      state_widen4(packed[c][i], kState, s);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         a1 = fmaf(s[e], k[4 * i + e], a1);
@@ -153,11 +139,11 @@ __global__ void __launch_bounds__(kWarps * 32, 4)
     for (int i = 0; i < kSlots; ++i) {
       const int d = 4 * g + 4 * kLanes * i;
       float s[4];
-      widen4(packed[c][i], kState, s);
+      state_widen4(packed[c][i], kState, s);
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[e] = fmaf(k[4 * i + e], delta, decay * s[e]);
       if (d < dk)
-        *reinterpret_cast<uint2*>(state + (j * dv + col0 + c) * dk + d) = narrow4(s, kState);
+        *reinterpret_cast<uint2*>(state + (j * dv + col0 + c) * dk + d) = state_narrow4(s, kState);
     }
   }
 }

@@ -3,9 +3,8 @@
 // and convert at the state's load and store only. Compiles for the device and the host (the
 // chunked form's tests run its bodies on the CPU).
 //
-// Narrowing rounds to nearest even, as the CPU backend does (hostlm/half.h). Half saturates
-// at its largest finite value instead of overflowing to infinity: one infinite entry would
-// turn the next token's products into NaNs.
+// Narrowing rounds to nearest even and half saturates, as the CPU backend does
+// (f32_to_f16_saturating in hostlm/half.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -21,8 +20,6 @@ namespace hostlm::cuda {
 
 enum class StateType : int32_t { F32 = 0, F16 = 1, BF16 = 2 };
 
-inline constexpr float kStateF16Max = 65504.f;
-
 HQ_HD float state_widen(uint16_t bits, StateType type) {
 #ifdef __CUDA_ARCH__
   return type == StateType::F16 ? __half2float(__ushort_as_half(bits))
@@ -32,19 +29,32 @@ HQ_HD float state_widen(uint16_t bits, StateType type) {
 #endif
 }
 
-// Half's largest finite value for anything beyond it (NaN stays NaN).
-HQ_HD float state_saturate(float v) {
-  return fabsf(v) > kStateF16Max ? copysignf(kStateF16Max, v) : v;
-}
-
 HQ_HD uint16_t state_narrow(float v, StateType type) {
 #ifdef __CUDA_ARCH__
-  return type == StateType::F16 ? __half_as_ushort(__float2half_rn(state_saturate(v)))
+  // Half's largest finite value for anything beyond it (NaN stays NaN), as on the host.
+  const float s = fabsf(v) > kF16Max ? copysignf(kF16Max, v) : v;
+  return type == StateType::F16 ? __half_as_ushort(__float2half_rn(s))
                                 : __bfloat16_as_ushort(__float2bfloat16_rn(v));
 #else
-  return type == StateType::F16 ? f32_to_f16(state_saturate(v)) : f32_to_bf16(v);
+  return type == StateType::F16 ? f32_to_f16_saturating(v) : f32_to_bf16(v);
 #endif
 }
+
+#ifdef __CUDA_ARCH__
+// Four 16-bit values held in one 8-byte word, to floats and back.
+__device__ __forceinline__ void state_widen4(uint2 w, StateType type, float* v) {
+  v[0] = state_widen(static_cast<uint16_t>(w.x & 0xffffu), type);
+  v[1] = state_widen(static_cast<uint16_t>(w.x >> 16), type);
+  v[2] = state_widen(static_cast<uint16_t>(w.y & 0xffffu), type);
+  v[3] = state_widen(static_cast<uint16_t>(w.y >> 16), type);
+}
+__device__ __forceinline__ uint2 state_narrow4(const float* v, StateType type) {
+  uint2 w;
+  w.x = uint32_t{state_narrow(v[0], type)} | uint32_t{state_narrow(v[1], type)} << 16;
+  w.y = uint32_t{state_narrow(v[2], type)} | uint32_t{state_narrow(v[3], type)} << 16;
+  return w;
+}
+#endif
 
 // Element i of a state at `base`.
 HQ_HD float state_get(const void* base, int64_t i, StateType type) {
@@ -70,11 +80,7 @@ HQ_HD void state_get4(const void* base, int64_t i, StateType type, float* v) {
     v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
     return;
   }
-  const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + i);
-  v[0] = state_widen(static_cast<uint16_t>(w.x & 0xffffu), type);
-  v[1] = state_widen(static_cast<uint16_t>(w.x >> 16), type);
-  v[2] = state_widen(static_cast<uint16_t>(w.y & 0xffffu), type);
-  v[3] = state_widen(static_cast<uint16_t>(w.y >> 16), type);
+  state_widen4(*reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + i), type, v);
 #else
   for (int e = 0; e < 4; ++e) v[e] = state_get(base, i + e, type);
 #endif
@@ -86,10 +92,7 @@ HQ_HD void state_set4(void* base, int64_t i, StateType type, const float* v) {
     *reinterpret_cast<float4*>(static_cast<float*>(base) + i) = make_float4(v[0], v[1], v[2], v[3]);
     return;
   }
-  uint2 w;
-  w.x = uint32_t{state_narrow(v[0], type)} | uint32_t{state_narrow(v[1], type)} << 16;
-  w.y = uint32_t{state_narrow(v[2], type)} | uint32_t{state_narrow(v[3], type)} << 16;
-  *reinterpret_cast<uint2*>(static_cast<uint16_t*>(base) + i) = w;
+  *reinterpret_cast<uint2*>(static_cast<uint16_t*>(base) + i) = state_narrow4(v, type);
 #else
   for (int e = 0; e < 4; ++e) state_set(base, i + e, type, v[e]);
 #endif

@@ -73,6 +73,14 @@ inline uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | (r >> 13));
 }
 
+// As f32_to_f16, but beyond half's range the largest finite value instead of infinity (NaN
+// stays NaN): how a 16-bit recurrent state is stored, where one infinite entry would turn the
+// next token's products into NaNs.
+inline constexpr float kF16Max = 65504.f;
+inline uint16_t f32_to_f16_saturating(float f) {
+  return f32_to_f16(f > kF16Max ? kF16Max : f < -kF16Max ? -kF16Max : f);
+}
+
 // An E8M0 byte as ggml and gguf read it for MXFP4 (ggml_e8m0_to_fp32_half): 2^(e - 128),
 // a subnormal float for e < 2. Exact.
 inline float e8m0_half_to_f32(uint8_t e) {

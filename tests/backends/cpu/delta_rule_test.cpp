@@ -236,7 +236,7 @@ void run_range16(const Inputs& in, int64_t t0, int64_t t1, DeltaIsa isa, DType t
 }
 
 uint16_t narrow(DType type, float v) {
-  return type == DType::F16 ? f32_to_f16(std::clamp(v, -65504.f, 65504.f)) : f32_to_bf16(v);
+  return type == DType::F16 ? f32_to_f16_saturating(v) : f32_to_bf16(v);
 }
 float widen(DType type, uint16_t v) { return type == DType::F16 ? f16_to_f32(v) : bf16_to_f32(v); }
 
